@@ -1,0 +1,192 @@
+package runner
+
+import "time"
+
+// The runner talks to its front ends (the TUI, headless mode, tests) only
+// through this API: it publishes Events on a channel and accepts Commands.
+// It never imports the TUI.
+
+// Event is anything a run publishes. Every event names the run it is about.
+type Event interface{ RunID() string }
+
+// RunInfo describes one cell of a spec's grid.
+type RunInfo struct {
+	ID            string // unique within a spec, e.g. "gemini-fp16-2"
+	Spec          string // spec name
+	Plugin        string
+	Precision     string
+	Ranks         int
+	Dataset       string
+	Epochs        int
+	Backend       string   // "cpu" or "cuda"
+	Devices       []string // one device name per rank
+	StepsPerEpoch int
+	CheckpointDir string
+}
+
+// RunQueued is sent once per grid cell when the spec is loaded.
+type RunQueued struct{ Info RunInfo }
+
+// RunStarted is sent when a run begins (or resumes) training.
+type RunStarted struct {
+	Info       RunInfo
+	StartEpoch int // 0 for a fresh run, E when resumed from epoch E
+}
+
+// StepDone is sent after every optimizer step (rank 0's view).
+type StepDone struct {
+	Run          string
+	Epoch        int // 1-based epoch in progress
+	Step         int // 1-based step within the epoch
+	Steps        int // steps per epoch
+	Loss         float64
+	LossScale    float64 // 0 when not using a loss scaler
+	Skipped      bool    // the step was skipped (inf/nan gradients)
+	StepTime     time.Duration
+	ImagesPerSec float64
+}
+
+// EpochDone is sent after each epoch's evaluation.
+type EpochDone struct {
+	Run     string
+	Epoch   int
+	Loss    float64 // mean training loss over the epoch
+	TestAcc float64 // fraction in [0,1]
+	Seconds float64 // training time of the epoch (evaluation excluded)
+	LR      float64 // learning rate used during the epoch
+}
+
+// MemoryUsage is one rank's memory accounting, sent periodically.
+type MemoryUsage struct {
+	Run        string
+	Rank       int
+	Device     [6]int64 // bytes in use per kernels.Category
+	Host       [6]int64
+	DevicePeak int64
+	HostPeak   int64
+	Budget     int64 // device budget, 0 when unlimited
+	Capacity   int64 // device capacity, 0 when unknown/CPU
+}
+
+// ChunkState is a Gemini chunk's state summary for the chunk strip.
+type ChunkState struct {
+	ID       int
+	OnDevice bool
+	// Count of the chunk's tensors in each state:
+	// FREE, COMPUTE, HOLD, HOLD_AFTER_BWD, READY_FOR_REDUCE.
+	States [5]int
+	Bytes  int64
+}
+
+// ChunksUpdate is the state of every Gemini chunk of one rank.
+type ChunksUpdate struct {
+	Run    string
+	Rank   int
+	Chunks []ChunkState
+}
+
+// ChunkMoved reports one chunk move between device and host.
+type ChunkMoved struct {
+	Run      string
+	Rank     int
+	Chunk    int
+	ToDevice bool
+	Bytes    int64
+}
+
+// CheckpointSaved is sent when the three checkpoint files of an epoch are on disk.
+type CheckpointSaved struct {
+	Run   string
+	Epoch int
+	Dir   string
+	Files []string
+}
+
+// Paused and Resumed confirm a Pause/Resume command at a step boundary.
+type Paused struct {
+	Run   string
+	Epoch int
+	Step  int
+}
+type Resumed struct{ Run string }
+
+// Log is a line for the log tail (and headless output).
+type Log struct {
+	Run   string
+	Time  time.Time
+	Level string // "info", "warn", "error"
+	Text  string
+}
+
+// RunFinished is the last event of a run. Err is nil on success; a run that
+// missed target_acc finishes with an error saying so.
+type RunFinished struct {
+	Run    string
+	Result *Result
+	Err    error
+}
+
+func (e RunQueued) RunID() string       { return e.Info.ID }
+func (e RunStarted) RunID() string      { return e.Info.ID }
+func (e StepDone) RunID() string        { return e.Run }
+func (e EpochDone) RunID() string       { return e.Run }
+func (e MemoryUsage) RunID() string     { return e.Run }
+func (e ChunksUpdate) RunID() string    { return e.Run }
+func (e ChunkMoved) RunID() string      { return e.Run }
+func (e CheckpointSaved) RunID() string { return e.Run }
+func (e Paused) RunID() string          { return e.Run }
+func (e Resumed) RunID() string         { return e.Run }
+func (e Log) RunID() string             { return e.Run }
+func (e RunFinished) RunID() string     { return e.Run }
+
+// Command is something a front end asks of a run. Commands take effect at
+// the next step boundary.
+type Command interface{ isCommand() }
+
+type (
+	Pause         struct{}
+	Resume        struct{}
+	CheckpointNow struct{}
+	Stop          struct{ Checkpoint bool } // stop the run, checkpointing first if asked
+	ResumeFrom    struct{ Epoch int }       // restart the run from a saved epoch
+)
+
+func (Pause) isCommand()         {}
+func (Resume) isCommand()        {}
+func (CheckpointNow) isCommand() {}
+func (Stop) isCommand()          {}
+func (ResumeFrom) isCommand()    {}
+
+// EpochResult is one epoch's line in results/<run>.json.
+type EpochResult struct {
+	Epoch   int     `json:"epoch"`
+	Loss    float64 `json:"loss"`
+	TestAcc float64 `json:"test_acc"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Result is what results/<run>.json holds.
+type Result struct {
+	Run             string        `json:"run"`
+	Spec            string        `json:"spec"`
+	Plugin          string        `json:"plugin"`
+	Precision       string        `json:"precision"`
+	WorldSize       int           `json:"world_size"`
+	Dataset         string        `json:"dataset"`
+	Backend         string        `json:"backend"`
+	Devices         []string      `json:"devices"`
+	Width           int           `json:"width"`
+	BatchSize       int           `json:"batch_size"`
+	Epochs          int           `json:"epochs"`
+	EpochResults    []EpochResult `json:"per_epoch"`
+	FinalTestAcc    float64       `json:"final_test_acc"`
+	BestTestAcc     float64       `json:"best_test_acc"`
+	PerClassAcc     []float64     `json:"per_class_acc"`
+	TrainSeconds    float64       `json:"train_seconds"`
+	ImagesPerSecond float64       `json:"images_per_second"`
+	PeakDeviceBytes []int64       `json:"peak_device_bytes_per_rank"`
+	PeakHostBytes   []int64       `json:"peak_host_bytes_per_rank"`
+	ModelSHA256     string        `json:"model_sha256"`
+	Status          string        `json:"status"` // "done", "failed", "stopped"
+	Error           string        `json:"error,omitempty"`
+}
