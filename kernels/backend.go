@@ -212,3 +212,22 @@ type Backend interface {
 	// NonFinite reports whether any element of any tensor is inf or NaN.
 	NonFinite(ts []*Tensor) bool
 }
+
+// View returns a tensor sharing t's storage from element off on, with the
+// given shape (which must fit). Views let a flat buffer (DDP's gradient
+// buckets, ZeRO's shards, Gemini's chunks) back many parameters. A view is
+// never passed to Free: only its base is freed.
+func View(t *Tensor, off int, shape ...int) *Tensor {
+	n := NumElems(shape)
+	if off < 0 || off+n > t.Len() {
+		panic(fmt.Sprintf("kernels.View: [%d,%d) out of range of %v", off, off+n, t))
+	}
+	v := &Tensor{Shape: append([]int(nil), shape...), DType: t.DType, Cat: t.Cat, Owner: t.Owner}
+	if t.Host != nil {
+		v.Host = t.Host[off : off+n : off+n]
+	}
+	if t.Dev != 0 {
+		v.Dev = t.Dev + uintptr(off*t.DType.Size())
+	}
+	return v
+}
