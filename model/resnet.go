@@ -21,6 +21,7 @@ type ResNet struct {
 	FC      *Linear
 	layers  []Module // parametrised layers in state-dict (= forward) order
 	params  []*Param
+	owned   []*kernels.Tensor // parameter tensors allocated here, for Free
 }
 
 // NewResNet18 builds the model on be and initialises it as torchvision does
@@ -67,6 +68,9 @@ func (m *ResNet) collect() {
 	for _, l := range m.layers {
 		l.(interface{ setHooks(*hookSlot) }).setHooks(m.hooks)
 		m.params = append(m.params, l.Params()...)
+	}
+	for _, p := range m.params {
+		m.owned = append(m.owned, p.W, p.G)
 	}
 }
 
@@ -160,12 +164,18 @@ func (m *ResNet) FreeActivations() {
 	m.FC.freeActs()
 }
 
-// Free releases every tensor of the model.
+// Free releases every tensor of the model. A parameter or gradient that a
+// plugin rebound to other storage (e.g. a kernels.View of a flat buffer) is
+// not freed here: the original tensor it replaced belongs to the rebinder.
 func (m *ResNet) Free() {
 	m.FreeActivations()
-	for _, p := range m.params {
-		m.be.Free(p.W)
-		m.be.Free(p.G)
+	for i, p := range m.params {
+		if p.W == m.owned[2*i] {
+			m.be.Free(p.W)
+		}
+		if p.G == m.owned[2*i+1] {
+			m.be.Free(p.G)
+		}
 	}
 	for _, l := range m.layers {
 		if bn, ok := l.(*BatchNorm2d); ok {
