@@ -1,0 +1,215 @@
+package cpu
+
+import (
+	"fmt"
+
+	"resnetlab/kernels"
+)
+
+// colBudget bounds the im2col buffer (float32s). The batch is processed in
+// chunks of images whose size depends only on the shapes, never on the
+// worker count, so results stay deterministic.
+var colBudget = 1 << 22 // a var so tests can force chunking
+
+// convGeom holds the sizes of one convolution.
+type convGeom struct {
+	N, C, H, W, K, R, S, P, Q, stride, pad int
+}
+
+func (g convGeom) crs() int { return g.C * g.R * g.S }
+func (g convGeom) pq() int  { return g.P * g.Q }
+
+// chunk is the number of images whose im2col columns are built at once.
+func (g convGeom) chunk() int {
+	per := max(1, g.crs()*g.pq())
+	return max(1, min(g.N, colBudget/per))
+}
+
+func newConvGeom(op string, y, x, w *kernels.Tensor, p kernels.ConvParams) convGeom {
+	var g convGeom
+	g.N, g.C, g.H, g.W = dims4(op, "x", x)
+	var c int
+	g.K, c, g.R, g.S = dims4(op, "w", w)
+	if c != g.C {
+		panic(fmt.Sprintf("cpu: %s: weight %v has %d input channels, x %v has %d", op, w.Shape, c, x.Shape, g.C))
+	}
+	if p.Stride < 1 || p.Pad < 0 {
+		panic(fmt.Sprintf("cpu: %s: bad params stride %d pad %d (want stride >= 1, pad >= 0)", op, p.Stride, p.Pad))
+	}
+	g.stride, g.pad = p.Stride, p.Pad
+	g.P = kernels.OutSize(g.H, g.R, g.stride, g.pad)
+	g.Q = kernels.OutSize(g.W, g.S, g.stride, g.pad)
+	if g.P < 1 || g.Q < 1 {
+		panic(fmt.Sprintf("cpu: %s: kernel %dx%d larger than padded input %v", op, g.R, g.S, x.Shape))
+	}
+	wantShape(op, "y/dy", y, g.N, g.K, g.P, g.Q)
+	return g
+}
+
+// Conv2dForward computes y = conv(x, w) as GEMM(w, im2col(x)) per chunk.
+func (b *Backend) Conv2dForward(y, x, w *kernels.Tensor, p kernels.ConvParams) {
+	b.check(y, "Conv2dForward y")
+	b.check(x, "Conv2dForward x")
+	b.check(w, "Conv2dForward w")
+	g := newConvGeom("Conv2dForward", y, x, w, p)
+	defer b.releaseScratch()
+	crs, pq, nb := g.crs(), g.pq(), g.chunk()
+	W := matrix{data: w.Host, ld: crs}
+	for n0 := 0; n0 < g.N; n0 += nb {
+		cnt := min(nb, g.N-n0)
+		col := b.scratch(slotCol, crs*cnt*pq)
+		b.im2col(col, x.Host, g, n0, cnt)
+		colM := matrix{data: col, ld: cnt * pq}
+		if cnt == 1 {
+			b.gemm(g.K, pq, crs, W, colM, y.Host[n0*g.K*pq:], pq, false)
+			continue
+		}
+		out := b.scratch(slotT, g.K*cnt*pq)
+		b.gemm(g.K, cnt*pq, crs, W, colM, out, cnt*pq, false)
+		b.unfoldBatch(y.Host[n0*g.K*pq:], out, g.K, cnt, pq)
+	}
+	b.round(y)
+}
+
+// Conv2dBackward computes dw = sum over images of dy * im2col(x)^T and,
+// unless dx is nil, dx = col2im(w^T * dy).
+func (b *Backend) Conv2dBackward(dx, dw, dy, x, w *kernels.Tensor, p kernels.ConvParams) {
+	b.check(dw, "Conv2dBackward dw")
+	b.check(dy, "Conv2dBackward dy")
+	b.check(x, "Conv2dBackward x")
+	b.check(w, "Conv2dBackward w")
+	g := newConvGeom("Conv2dBackward", dy, x, w, p)
+	wantShape("Conv2dBackward", "dw", dw, w.Shape...)
+	if dx != nil {
+		b.check(dx, "Conv2dBackward dx")
+		wantShape("Conv2dBackward", "dx", dx, x.Shape...)
+	}
+	defer b.releaseScratch()
+	crs, pq, nb := g.crs(), g.pq(), g.chunk()
+	for n0 := 0; n0 < g.N; n0 += nb {
+		cnt := min(nb, g.N-n0)
+		cols := cnt * pq
+		col := b.scratch(slotCol, crs*cols)
+		b.im2col(col, x.Host, g, n0, cnt)
+		dyT := b.scratch(slotT, g.K*cols)
+		b.foldBatch(dyT, dy.Host[n0*g.K*pq:], g.K, cnt, pq)
+		dyM := matrix{data: dyT, ld: cols}
+		// dw[K,CRS] (+)= dyT[K,cols] * col^T; chunks add up in order.
+		b.gemm(g.K, crs, cols, dyM, matrix{data: col, ld: cols, t: true}, dw.Host, crs, n0 > 0)
+		if dx == nil {
+			continue
+		}
+		// dcol[CRS,cols] = w^T * dyT, reusing the column buffer.
+		b.gemm(crs, cols, g.K, matrix{data: w.Host, ld: crs, t: true}, dyM, col, cols, false)
+		b.col2im(dx.Host, col, g, n0, cnt)
+	}
+	b.round(dw)
+	if dx != nil {
+		b.round(dx)
+	}
+}
+
+// unfoldBatch scatters out[K, cnt*pq] into y[cnt, K, pq].
+func (b *Backend) unfoldBatch(y, out []float32, K, cnt, pq int) {
+	b.parallel(K, 1, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			for n := range cnt {
+				copy(y[(n*K+k)*pq:(n*K+k+1)*pq], out[(k*cnt+n)*pq:(k*cnt+n+1)*pq])
+			}
+		}
+	})
+}
+
+// foldBatch gathers dy[cnt, K, pq] into out[K, cnt*pq].
+func (b *Backend) foldBatch(out, dy []float32, K, cnt, pq int) {
+	b.parallel(K, 1, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			for n := range cnt {
+				copy(out[(k*cnt+n)*pq:(k*cnt+n+1)*pq], dy[(n*K+k)*pq:(n*K+k+1)*pq])
+			}
+		}
+	})
+}
+
+// validRange returns the output positions o in [lo,hi) whose input index
+// o*stride - pad + off lies inside [0,size).
+func validRange(out, size, stride, pad, off int) (lo, hi int) {
+	// o*stride >= pad-off  and  o*stride <= size-1+pad-off
+	lo = 0
+	if d := pad - off; d > 0 {
+		lo = (d + stride - 1) / stride
+	}
+	hi = 0
+	if d := size - 1 + pad - off; d >= 0 {
+		hi = d/stride + 1
+	}
+	hi = min(hi, out)
+	lo = min(lo, hi)
+	return lo, hi
+}
+
+// im2col fills col[CRS, cnt*PQ] from images n0..n0+cnt-1 of x; positions
+// in the padding are zero.
+func (b *Backend) im2col(col, x []float32, g convGeom, n0, cnt int) {
+	crs, pq := g.crs(), g.pq()
+	cols := cnt * pq
+	b.parallel(crs, 4, func(lo, hi int) {
+		for row := lo; row < hi; row++ {
+			c, rs := row/(g.R*g.S), row%(g.R*g.S)
+			r, s := rs/g.S, rs%g.S
+			qlo, qhi := validRange(g.Q, g.W, g.stride, g.pad, s)
+			plo, phi := validRange(g.P, g.H, g.stride, g.pad, r)
+			for n := range cnt {
+				dst := col[row*cols+n*pq : row*cols+(n+1)*pq]
+				src := x[((n0+n)*g.C+c)*g.H*g.W:]
+				clear(dst[:plo*g.Q])
+				clear(dst[phi*g.Q:])
+				for oh := plo; oh < phi; oh++ {
+					d := dst[oh*g.Q : (oh+1)*g.Q]
+					srow := src[(oh*g.stride-g.pad+r)*g.W:]
+					clear(d[:qlo])
+					clear(d[qhi:])
+					iw := qlo*g.stride - g.pad + s
+					if g.stride == 1 {
+						copy(d[qlo:qhi], srow[iw:iw+qhi-qlo])
+						continue
+					}
+					for ow := qlo; ow < qhi; ow++ {
+						d[ow] = srow[iw]
+						iw += g.stride
+					}
+				}
+			}
+		}
+	})
+}
+
+// col2im writes dx for images n0..n0+cnt-1 from dcol[CRS, cnt*PQ]. Each
+// (image, channel) plane is summed by one goroutine in a fixed order.
+func (b *Backend) col2im(dx, dcol []float32, g convGeom, n0, cnt int) {
+	pq, hw := g.pq(), g.H*g.W
+	cols := cnt * pq
+	b.parallel(cnt*g.C, 1, func(lo, hi int) {
+		for plane := lo; plane < hi; plane++ {
+			n, c := plane/g.C, plane%g.C
+			dst := dx[((n0+n)*g.C+c)*hw : ((n0+n)*g.C+c+1)*hw]
+			clear(dst)
+			for r := range g.R {
+				plo, phi := validRange(g.P, g.H, g.stride, g.pad, r)
+				for s := range g.S {
+					qlo, qhi := validRange(g.Q, g.W, g.stride, g.pad, s)
+					src := dcol[((c*g.R+r)*g.S+s)*cols+n*pq:]
+					for oh := plo; oh < phi; oh++ {
+						drow := dst[(oh*g.stride-g.pad+r)*g.W:]
+						srow := src[oh*g.Q : (oh+1)*g.Q]
+						iw := qlo*g.stride - g.pad + s
+						for ow := qlo; ow < qhi; ow++ {
+							drow[iw] += srow[ow]
+							iw += g.stride
+						}
+					}
+				}
+			}
+		}
+	})
+}

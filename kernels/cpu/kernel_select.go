@@ -1,0 +1,4 @@
+package cpu
+
+// usingAsm reports whether microKernel is the assembly kernel.
+var usingAsm = false
