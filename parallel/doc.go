@@ -1,0 +1,31 @@
+// Package parallel is resnetlab's rank and communication layer: the
+// Coordinator each rank gets (rank, world size, master, barrier, priority
+// execution), Launch for one goroutine per rank, collectives over host
+// buffers and tensors, the run-time NCCL binding and the torchrun-style
+// rendezvous that shares the NCCL unique id between processes.
+//
+// # Reduction order (determinism)
+//
+// The in-process collectives split a buffer into world blocks; block r is
+// reduced by rank r and then gathered by every rank (the two phases of a
+// ring all-reduce: reduce-scatter, then all-gather). A ring would pass
+// partial sums from neighbour to neighbour, so an element's summation order
+// would depend on its block (block c summed starting at rank c+1). Here every
+// rank can read its peers' memory, so the owner of a block sums it directly
+// in rank order:
+//
+//	out[i] = (((x0[i] + x1[i]) + x2[i]) + ... + x(W-1)[i])   // Sum
+//	out[i] = that sum / float32(W)                           // Avg
+//
+// for every element, whatever its block. Results are therefore bit-identical
+// on every rank, bit-identical from run to run, and equal to a plain
+// sequential loop over ranks. A run with W ranks differs from one rank only
+// by fp32 rounding of that sum. NCCL (GPU) does not promise this order.
+//
+// # Race detector
+//
+// The package test suite runs in a few seconds. Under -race run only the
+// small stress test, which keeps the time budget:
+//
+//	go test -race -run 'Stress|Abort' ./parallel/
+package parallel
