@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"resnetlab/kernels"
+	"resnetlab/kernels/cpu"
 )
 
 // DeviceCommunicator runs collectives on tensors of one rank's backend.
@@ -83,4 +84,21 @@ func hostTensors(name string, ts ...*kernels.Tensor) error {
 		}
 	}
 	return nil
+}
+
+// roundTo rounds xs in place to dt exactly as the CPU backend stores
+// fp16/bf16 tensors, so a reduced tensor keeps that invariant.
+func roundTo(dt kernels.DType, xs []float32) {
+	var round func(float32) float32
+	switch dt {
+	case kernels.F16:
+		round = cpu.RoundF16
+	case kernels.BF16:
+		round = cpu.RoundBF16
+	default:
+		return
+	}
+	for i, v := range xs {
+		xs[i] = round(v)
+	}
 }
