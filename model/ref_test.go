@@ -21,21 +21,33 @@ func (t t4) at(n, c, y, x int) float64 { return t.d[((n*t.c+c)*t.h+y)*t.w+x] }
 
 type refNet struct {
 	sd    map[string]NamedTensor
+	w     map[string][]float64 // float64 copies of sd's values, read by f
 	train bool
 	// stats receives the updated running statistics (train mode) by key.
 	stats map[string][]float64
 }
 
+// newRefNet copies a state dict into a reference network.
+func newRefNet(sd []NamedTensor, train bool) *refNet {
+	r := &refNet{sd: map[string]NamedTensor{}, w: map[string][]float64{}, train: train}
+	for _, e := range sd {
+		r.sd[e.Name] = e
+		w := make([]float64, len(e.Data))
+		for i, v := range e.Data {
+			w[i] = float64(v)
+		}
+		r.w[e.Name] = w
+	}
+	return r
+}
+
+// f returns the (read-only) values of key.
 func (r *refNet) f(key string) []float64 {
-	nt, ok := r.sd[key]
+	w, ok := r.w[key]
 	if !ok {
 		panic("reference: no key " + key)
 	}
-	out := make([]float64, len(nt.Data))
-	for i, v := range nt.Data {
-		out[i] = float64(v)
-	}
-	return out
+	return w
 }
 
 func (r *refNet) conv(x t4, key string, stride, pad int) t4 {

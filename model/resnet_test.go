@@ -127,10 +127,7 @@ func fillRand(rng *rand.Rand, v []float32, lo, hi float64) {
 }
 
 func refLogits(sd []NamedTensor, train bool, host []float32, n, hw int) (*refNet, [][]float64) {
-	r := &refNet{sd: map[string]NamedTensor{}, train: train}
-	for _, e := range sd {
-		r.sd[e.Name] = e
-	}
+	r := newRefNet(sd, train)
 	x := newT4(n, 3, hw, hw)
 	for i, v := range host {
 		x.d[i] = float64(v)

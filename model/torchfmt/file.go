@@ -1,0 +1,93 @@
+package torchfmt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ReadFile reads a state dict from path, choosing the format by content: a zip
+// local-file signature means torch.save, a plausible header length followed by '{'
+// means safetensors. Safetensors metadata is dropped.
+func ReadFile(path string) ([]Tensor, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	head := make([]byte, 9)
+	n, _ := f.ReadAt(head, 0)
+	var ts []Tensor
+	switch kind := sniff(head[:n], fi.Size()); kind {
+	case "pth":
+		ts, err = ReadPth(f, fi.Size())
+	case "safetensors":
+		ts, _, err = ReadSafetensors(f, fi.Size())
+	default:
+		err = fmt.Errorf("%s", kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ts, nil
+}
+
+// sniff returns "pth", "safetensors" or a message saying why it is neither.
+func sniff(head []byte, size int64) string {
+	switch {
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
+		return "pth"
+	case len(head) == 9 && head[8] == '{' && binary.LittleEndian.Uint64(head) <= uint64(size-8):
+		return "safetensors"
+	case len(head) >= 2 && head[0] == opProto && head[1] <= 5:
+		return "legacy torch.save format (before PyTorch 1.6) is not supported; re-save it with a current torch.save"
+	}
+	return "neither a torch.save zip archive nor a safetensors file"
+}
+
+// WriteFile writes ts to path as safetensors if the name ends in .safetensors and
+// as a torch.save archive otherwise (named, like torch does, after the file's base
+// name). It writes a temporary file and renames it, so a crash never leaves a
+// half-written checkpoint under the final name.
+func WriteFile(path string, ts []Tensor) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if strings.HasSuffix(path, ".safetensors") {
+		err = WriteSafetensors(tmp, ts, nil)
+	} else {
+		err = writePth(tmp, ts, archiveName(path))
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// archiveName mirrors torch: the file's base name without extension, or "archive"
+// when that would be empty or unsafe as a zip folder name.
+func archiveName(path string) string {
+	base := filepath.Base(path)
+	if i := strings.LastIndexByte(base, '.'); i >= 0 {
+		base = base[:i]
+	}
+	if base == "" || base == "." || strings.ContainsAny(base, "/\\") {
+		return "archive"
+	}
+	return base
+}
