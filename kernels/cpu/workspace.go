@@ -5,11 +5,11 @@ import "resnetlab/kernels"
 // Scratch slots: each op-level buffer has its own slot so that buffers live
 // at the same time never share storage.
 const (
-	slotCol    = iota // im2col / col2im columns
-	slotT             // a transposed copy of an activation (conv)
-	slotPackA         // GEMM packed A panels
-	slotPackB         // GEMM packed B panels
-	slotTiles         // GEMM per-worker edge tiles
+	slotCol   = iota // im2col / col2im columns
+	slotT            // a transposed copy of an activation (conv)
+	slotPackA        // GEMM packed A panels
+	slotPackB        // GEMM packed B panels
+	slotTiles        // GEMM per-worker edge tiles
 	numSlots
 )
 
