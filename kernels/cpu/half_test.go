@@ -16,22 +16,22 @@ func TestF16EdgeCases(t *testing.T) {
 		{float32(math.Copysign(0, -1)), 0x8000},
 		{1, 0x3c00},
 		{-2, 0xc000},
-		{65504, 0x7bff},                      // max finite
-		{65519, 0x7bff},                      // below the midpoint to 65536
-		{65520, 0x7c00},                      // midpoint: ties to even = overflow to inf
-		{1e6, 0x7c00},                        // overflow
-		{-1e6, 0xfc00},                       // negative overflow
-		{float32(math.Inf(1)), 0x7c00},       //
-		{p(-14), 0x0400},                     // smallest normal
-		{p(-24), 0x0001},                     // smallest subnormal
-		{p(-25), 0x0000},                     // tie between 0 and 2^-24: even is 0
-		{p(-25) * 1.0001, 0x0001},            // just above the tie
-		{3 * p(-25), 0x0002},                 // tie between 1 and 2 ulps: even is 2
-		{p(-14) - p(-25), 0x0400},            // tie between max subnormal and min normal: rounds up
-		{1 + p(-11), 0x3c00},                 // tie: stays at even 1.0
-		{1 + 3*p(-11), 0x3c02},               // tie: rounds up to even
-		{1 + p(-11) + p(-20), 0x3c01},        // above the tie
-		{p(-30), 0x0000},                     // underflow
+		{65504, 0x7bff},                // max finite
+		{65519, 0x7bff},                // below the midpoint to 65536
+		{65520, 0x7c00},                // midpoint: ties to even = overflow to inf
+		{1e6, 0x7c00},                  // overflow
+		{-1e6, 0xfc00},                 // negative overflow
+		{float32(math.Inf(1)), 0x7c00}, //
+		{p(-14), 0x0400},               // smallest normal
+		{p(-24), 0x0001},               // smallest subnormal
+		{p(-25), 0x0000},               // tie between 0 and 2^-24: even is 0
+		{p(-25) * 1.0001, 0x0001},      // just above the tie
+		{3 * p(-25), 0x0002},           // tie between 1 and 2 ulps: even is 2
+		{p(-14) - p(-25), 0x0400},      // tie between max subnormal and min normal: rounds up
+		{1 + p(-11), 0x3c00},           // tie: stays at even 1.0
+		{1 + 3*p(-11), 0x3c02},         // tie: rounds up to even
+		{1 + p(-11) + p(-20), 0x3c01},  // above the tie
+		{p(-30), 0x0000},               // underflow
 		{float32(math.SmallestNonzeroFloat32), 0},
 	}
 	for _, c := range cases {
