@@ -151,3 +151,5 @@ func rms(v []float32) float64 {
 	}
 	return r
 }
+
+func newRNG(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }
