@@ -16,7 +16,6 @@ type BasicBlock struct {
 	Relu1, Relu2 *ReLU
 	DownConv     *Conv2d      // nil without downsample
 	DownBN       *BatchNorm2d // nil without downsample
-	x            *kernels.Tensor
 }
 
 // NewBasicBlock builds a block named like "layer2.0"; a downsample is added

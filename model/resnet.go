@@ -110,8 +110,8 @@ func (m *ResNet) SetHooks(h Hooks) { m.hooks.h = h }
 // [N,NumClasses]. x must stay unchanged until Backward. The returned tensor
 // is reused by the next Forward.
 func (m *ResNet) Forward(x *kernels.Tensor, train bool) *kernels.Tensor {
-	if len(x.Shape) != 4 || x.Shape[1] != m.Cfg.InChannels {
-		panic(fmt.Sprintf("model: input %v, want [N,%d,H,W]", x.Shape, m.Cfg.InChannels))
+	if len(x.Shape) != 4 || x.Shape[1] != m.Cfg.InChannels || x.DType != m.Cfg.DType {
+		panic(fmt.Sprintf("model: input %v, want [N,%d,H,W] %s", x, m.Cfg.InChannels, m.Cfg.DType))
 	}
 	o := m.Conv1.Forward(x, train)
 	o = m.BN1.Forward(o, train)

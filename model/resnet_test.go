@@ -72,6 +72,38 @@ func TestStateDictLayoutFullWidth(t *testing.T) {
 	}
 }
 
+// TestWidthMultiplier: width 4, 1 input channel and 7 classes give the
+// torchvision layout with every channel count divided by 16.
+func TestWidthMultiplier(t *testing.T) {
+	be := newBackend(t)
+	m := NewResNet18(be, Config{Width: 4, InChannels: 1, NumClasses: 7, DType: kernels.F32})
+	defer m.Free()
+	sd := m.StateDict()
+	for i, line := range strings.Split(strings.TrimSpace(torchvisionResNet18Keys), "\n") {
+		name, shape, _ := strings.Cut(line, " ")
+		if shape == "-" {
+			continue
+		}
+		want := parseShape(shape)
+		switch name {
+		case "conv1.weight":
+			want = []int{4, 1, 7, 7}
+		case "fc.weight":
+			want = []int{7, 32}
+		case "fc.bias":
+			want = []int{7}
+		default:
+			want[0] /= 16
+			if len(want) == 4 {
+				want[1] /= 16
+			}
+		}
+		if sd[i].Name != name || !slices.Equal(sd[i].Shape, want) {
+			t.Errorf("entry %d: %s %v, want %s %v", i, sd[i].Name, sd[i].Shape, name, want)
+		}
+	}
+}
+
 func parseShape(s string) []int {
 	var out []int
 	for _, f := range strings.Split(s, ",") {

@@ -212,7 +212,7 @@ func (u *unpickler) stepContainer(op byte) (bool, error) {
 	case opTuple1, opTuple2, opTuple3:
 		n := int(op-opTuple1) + 1
 		if len(u.stack)-n < u.floor() {
-			return true, fmt.Errorf("TUPLE%d needs %d objects on the stack", n, n)
+			return true, fmt.Errorf("stack underflow: TUPLE%d needs %d objects", n, n)
 		}
 		t := make(pyTuple, n)
 		copy(t, u.stack[len(u.stack)-n:])
