@@ -14,10 +14,64 @@ var colBudget = 1 << 22 // a var so tests can force chunking
 // convGeom holds the sizes of one convolution.
 type convGeom struct {
 	N, C, H, W, K, R, S, P, Q, stride, pad int
+	// taps lists the kernel taps r*S+s that touch the input for at least
+	// one output position. Taps that only ever see padding (a 3x3 kernel
+	// on a 1x1 map keeps only its centre) are dropped from the GEMM: their
+	// im2col rows would be all zeros.
+	taps []int
 }
 
-func (g convGeom) crs() int { return g.C * g.R * g.S }
+// crs is the GEMM reduction depth: channels times live taps.
+func (g convGeom) crs() int { return g.C * len(g.taps) }
 func (g convGeom) pq() int  { return g.P * g.Q }
+
+// allTaps reports whether no tap was dropped.
+func (g convGeom) allTaps() bool { return len(g.taps) == g.R*g.S }
+
+func (g *convGeom) findTaps() {
+	g.taps = g.taps[:0]
+	for r := range g.R {
+		if lo, hi := validRange(g.P, g.H, g.stride, g.pad, r); lo == hi {
+			continue
+		}
+		for s := range g.S {
+			if lo, hi := validRange(g.Q, g.W, g.stride, g.pad, s); lo < hi {
+				g.taps = append(g.taps, r*g.S+s)
+			}
+		}
+	}
+}
+
+// weights returns w as a [K, crs] matrix, compacted to the live taps.
+func (b *Backend) weights(w []float32, g convGeom) []float32 {
+	if g.allTaps() {
+		return w
+	}
+	rs, nt := g.R*g.S, len(g.taps)
+	wc := b.scratch(slotW, g.K*g.crs())
+	for k := range g.K {
+		for c := range g.C {
+			for t, tap := range g.taps {
+				wc[(k*g.C+c)*nt+t] = w[(k*g.C+c)*rs+tap]
+			}
+		}
+	}
+	return wc
+}
+
+// scatterWeights writes a [K, crs] gradient over the live taps into dw,
+// zero at the dropped taps.
+func scatterWeights(dw, dwc []float32, g convGeom) {
+	clear(dw)
+	rs, nt := g.R*g.S, len(g.taps)
+	for k := range g.K {
+		for c := range g.C {
+			for t, tap := range g.taps {
+				dw[(k*g.C+c)*rs+tap] = dwc[(k*g.C+c)*nt+t]
+			}
+		}
+	}
+}
 
 // chunk is the number of images whose im2col columns are built at once.
 func (g convGeom) chunk() int {
@@ -43,6 +97,7 @@ func newConvGeom(op string, y, x, w *kernels.Tensor, p kernels.ConvParams) convG
 		panic(fmt.Sprintf("cpu: %s: kernel %dx%d larger than padded input %v", op, g.R, g.S, x.Shape))
 	}
 	wantShape(op, "y/dy", y, g.N, g.K, g.P, g.Q)
+	g.findTaps()
 	return g
 }
 
@@ -54,7 +109,7 @@ func (b *Backend) Conv2dForward(y, x, w *kernels.Tensor, p kernels.ConvParams) {
 	g := newConvGeom("Conv2dForward", y, x, w, p)
 	defer b.releaseScratch()
 	crs, pq, nb := g.crs(), g.pq(), g.chunk()
-	W := matrix{data: w.Host, ld: crs}
+	W := matrix{data: b.weights(w.Host, g), ld: crs}
 	for n0 := 0; n0 < g.N; n0 += nb {
 		cnt := min(nb, g.N-n0)
 		col := b.scratch(slotCol, crs*cnt*pq)
@@ -86,6 +141,10 @@ func (b *Backend) Conv2dBackward(dx, dw, dy, x, w *kernels.Tensor, p kernels.Con
 	}
 	defer b.releaseScratch()
 	crs, pq, nb := g.crs(), g.pq(), g.chunk()
+	wc, dwc := b.weights(w.Host, g), dw.Host
+	if !g.allTaps() {
+		dwc = b.scratch(slotDW, g.K*crs)
+	}
 	for n0 := 0; n0 < g.N; n0 += nb {
 		cnt := min(nb, g.N-n0)
 		cols := cnt * pq
@@ -95,13 +154,16 @@ func (b *Backend) Conv2dBackward(dx, dw, dy, x, w *kernels.Tensor, p kernels.Con
 		b.foldBatch(dyT, dy.Host[n0*g.K*pq:], g.K, cnt, pq)
 		dyM := matrix{data: dyT, ld: cols}
 		// dw[K,CRS] (+)= dyT[K,cols] * col^T; chunks add up in order.
-		b.gemm(g.K, crs, cols, dyM, matrix{data: col, ld: cols, t: true}, dw.Host, crs, n0 > 0)
+		b.gemm(g.K, crs, cols, dyM, matrix{data: col, ld: cols, t: true}, dwc, crs, n0 > 0)
 		if dx == nil {
 			continue
 		}
 		// dcol[CRS,cols] = w^T * dyT, reusing the column buffer.
-		b.gemm(crs, cols, g.K, matrix{data: w.Host, ld: crs, t: true}, dyM, col, cols, false)
+		b.gemm(crs, cols, g.K, matrix{data: wc, ld: crs, t: true}, dyM, col, cols, false)
 		b.col2im(dx.Host, col, g, n0, cnt)
+	}
+	if !g.allTaps() {
+		scatterWeights(dw.Host, dwc, g)
 	}
 	b.round(dw)
 	if dx != nil {
@@ -155,8 +217,8 @@ func (b *Backend) im2col(col, x []float32, g convGeom, n0, cnt int) {
 	cols := cnt * pq
 	b.parallel(crs, 4, func(lo, hi int) {
 		for row := lo; row < hi; row++ {
-			c, rs := row/(g.R*g.S), row%(g.R*g.S)
-			r, s := rs/g.S, rs%g.S
+			c, tap := row/len(g.taps), g.taps[row%len(g.taps)]
+			r, s := tap/g.S, tap%g.S
 			qlo, qhi := validRange(g.Q, g.W, g.stride, g.pad, s)
 			plo, phi := validRange(g.P, g.H, g.stride, g.pad, r)
 			for n := range cnt {
@@ -194,19 +256,18 @@ func (b *Backend) col2im(dx, dcol []float32, g convGeom, n0, cnt int) {
 			n, c := plane/g.C, plane%g.C
 			dst := dx[((n0+n)*g.C+c)*hw : ((n0+n)*g.C+c+1)*hw]
 			clear(dst)
-			for r := range g.R {
+			for t, tap := range g.taps {
+				r, s := tap/g.S, tap%g.S
 				plo, phi := validRange(g.P, g.H, g.stride, g.pad, r)
-				for s := range g.S {
-					qlo, qhi := validRange(g.Q, g.W, g.stride, g.pad, s)
-					src := dcol[((c*g.R+r)*g.S+s)*cols+n*pq:]
-					for oh := plo; oh < phi; oh++ {
-						drow := dst[(oh*g.stride-g.pad+r)*g.W:]
-						srow := src[oh*g.Q : (oh+1)*g.Q]
-						iw := qlo*g.stride - g.pad + s
-						for ow := qlo; ow < qhi; ow++ {
-							drow[iw] += srow[ow]
-							iw += g.stride
-						}
+				qlo, qhi := validRange(g.Q, g.W, g.stride, g.pad, s)
+				src := dcol[(c*len(g.taps)+t)*cols+n*pq:]
+				for oh := plo; oh < phi; oh++ {
+					drow := dst[(oh*g.stride-g.pad+r)*g.W:]
+					srow := src[oh*g.Q : (oh+1)*g.Q]
+					iw := qlo*g.stride - g.pad + s
+					for ow := qlo; ow < qhi; ow++ {
+						drow[iw] += srow[ow]
+						iw += g.stride
 					}
 				}
 			}

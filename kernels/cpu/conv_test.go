@@ -16,7 +16,8 @@ var convCases = []convShape{
 	{N: 3, C: 5, H: 7, W: 9, K: 11, R: 1, S: 1, stride: 2, pad: 0}, // downsample
 	{N: 2, C: 70, H: 5, W: 6, K: 9, R: 3, S: 3, stride: 1, pad: 1},
 	{N: 3, C: 2, H: 4, W: 5, K: 3, R: 2, S: 3, stride: 1, pad: 0},
-	{N: 1, C: 3, H: 1, W: 1, K: 5, R: 3, S: 3, stride: 1, pad: 1}, // 1x1 maps
+	{N: 1, C: 3, H: 1, W: 1, K: 5, R: 3, S: 3, stride: 1, pad: 1}, // 1x1 maps: centre tap only
+	{N: 3, C: 4, H: 2, W: 2, K: 5, R: 3, S: 3, stride: 2, pad: 1}, // 4 of 9 taps live
 }
 
 func (s convShape) String() string {

@@ -32,6 +32,7 @@ func allOps(b *Backend, odt kernels.DType) map[string]*kernels.Tensor {
 		{N: 5, C: 40, H: 13, W: 11, K: 33, R: 3, S: 3, stride: 1, pad: 1}, // two k-blocks
 		{N: 4, C: 3, H: 30, W: 29, K: 20, R: 7, S: 7, stride: 2, pad: 3},
 		{N: 4, C: 6, H: 30, W: 29, K: 8, R: 3, S: 3, stride: 1, pad: 1}, // N*P*Q > ncBlock
+		{N: 6, C: 50, H: 2, W: 2, K: 40, R: 3, S: 3, stride: 2, pad: 1}, // dropped taps
 	} {
 		p := kernels.ConvParams{Stride: s.stride, Pad: s.pad}
 		x, w := in(s.N, s.C, s.H, s.W), in(s.K, s.C, s.R, s.S)

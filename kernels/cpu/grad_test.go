@@ -40,6 +40,7 @@ func TestConvGradFD(t *testing.T) {
 		{N: 2, C: 2, H: 7, W: 9, K: 3, R: 3, S: 3, stride: 2, pad: 1},
 		{N: 3, C: 2, H: 9, W: 7, K: 2, R: 7, S: 7, stride: 2, pad: 3},
 		{N: 3, C: 3, H: 5, W: 7, K: 4, R: 1, S: 1, stride: 2, pad: 0},
+		{N: 3, C: 2, H: 2, W: 2, K: 3, R: 3, S: 3, stride: 2, pad: 1}, // dropped taps
 	} {
 		t.Run(s.String(), func(t *testing.T) {
 			b := New()

@@ -1,3 +1,5 @@
+//go:build !amd64 || purego
+
 package cpu
 
 // usingAsm reports whether microKernel is the assembly kernel.

@@ -10,6 +10,8 @@ const (
 	slotPackA        // GEMM packed A panels
 	slotPackB        // GEMM packed B panels
 	slotTiles        // GEMM per-worker edge tiles
+	slotW            // conv weights compacted to the live taps
+	slotDW           // conv weight gradient over the live taps
 	numSlots
 )
 

@@ -1,0 +1,74 @@
+package cpu
+
+import (
+	"fmt"
+	"testing"
+
+	"resnetlab/kernels"
+)
+
+// resnetConvs are the convolutions of ResNet-18 on 32x32 input at batch 100.
+var resnetConvs = []struct {
+	name string
+	s    convShape
+}{
+	{"stem_3-64_7x7s2_32", convShape{N: 100, C: 3, H: 32, W: 32, K: 64, R: 7, S: 7, stride: 2, pad: 3}},
+	{"l1_64-64_3x3_8", convShape{N: 100, C: 64, H: 8, W: 8, K: 64, R: 3, S: 3, stride: 1, pad: 1}},
+	{"l2a_64-128_3x3s2_8", convShape{N: 100, C: 64, H: 8, W: 8, K: 128, R: 3, S: 3, stride: 2, pad: 1}},
+	{"l2_128-128_3x3_4", convShape{N: 100, C: 128, H: 4, W: 4, K: 128, R: 3, S: 3, stride: 1, pad: 1}},
+	{"l2ds_64-128_1x1s2_8", convShape{N: 100, C: 64, H: 8, W: 8, K: 128, R: 1, S: 1, stride: 2, pad: 0}},
+	{"l3a_128-256_3x3s2_4", convShape{N: 100, C: 128, H: 4, W: 4, K: 256, R: 3, S: 3, stride: 2, pad: 1}},
+	{"l3_256-256_3x3_2", convShape{N: 100, C: 256, H: 2, W: 2, K: 256, R: 3, S: 3, stride: 1, pad: 1}},
+	{"l3ds_128-256_1x1s2_4", convShape{N: 100, C: 128, H: 4, W: 4, K: 256, R: 1, S: 1, stride: 2, pad: 0}},
+	{"l4a_256-512_3x3s2_2", convShape{N: 100, C: 256, H: 2, W: 2, K: 512, R: 3, S: 3, stride: 2, pad: 1}},
+	{"l4_512-512_3x3_1", convShape{N: 100, C: 512, H: 1, W: 1, K: 512, R: 3, S: 3, stride: 1, pad: 1}},
+	{"l4ds_256-512_1x1s2_2", convShape{N: 100, C: 256, H: 2, W: 2, K: 512, R: 1, S: 1, stride: 2, pad: 0}},
+}
+
+// flops is the multiply-add count x2 of the forward convolution (the
+// nominal count: padded taps included, as is usual for conv benchmarks).
+func (s convShape) flops() float64 {
+	return 2 * float64(s.N*s.K*s.P()*s.Q()*s.C*s.R*s.S)
+}
+
+// BenchmarkConv measures forward and backward (dx and dw, twice the
+// forward FLOPs) of every ResNet-18 convolution and reports GFLOP/s.
+func BenchmarkConv(b *testing.B) {
+	for _, c := range resnetConvs {
+		s := c.s
+		be := New()
+		rng := newRNG(1)
+		x, w := randTensor(be, rng, s.N, s.C, s.H, s.W), randTensor(be, rng, s.K, s.C, s.R, s.S)
+		y := be.New(kernels.CatActivations, kernels.F32, s.N, s.K, s.P(), s.Q())
+		dx, dw := be.New(kernels.CatActivations, kernels.F32, x.Shape...), be.New(kernels.CatGrads, kernels.F32, w.Shape...)
+		p := kernels.ConvParams{Stride: s.stride, Pad: s.pad}
+		b.Run(c.name+"/fwd", func(b *testing.B) {
+			for b.Loop() {
+				be.Conv2dForward(y, x, w, p)
+			}
+			b.ReportMetric(s.flops()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+		b.Run(c.name+"/bwd", func(b *testing.B) {
+			for b.Loop() {
+				be.Conv2dBackward(dx, dw, y, x, w, p)
+			}
+			b.ReportMetric(2*s.flops()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkGemm measures the bare GEMM on a square-ish problem.
+func BenchmarkGemm(b *testing.B) {
+	for _, sz := range [][3]int{{256, 256, 256}, {64, 6400, 576}, {512, 100, 4608}} {
+		M, N, K := sz[0], sz[1], sz[2]
+		be := New()
+		rng := newRNG(2)
+		a, bb, c := randVals(rng, M*K), randVals(rng, K*N), make([]float32, M*N)
+		b.Run(fmt.Sprintf("%dx%dx%d", M, N, K), func(b *testing.B) {
+			for b.Loop() {
+				be.gemm(M, N, K, matrix{data: a, ld: K}, matrix{data: bb, ld: N}, c, N, false)
+			}
+			b.ReportMetric(2*float64(M*N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

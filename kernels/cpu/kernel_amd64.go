@@ -1,0 +1,33 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import xcpu "golang.org/x/sys/cpu"
+
+// usingAsm reports whether microKernel is the assembly kernel.
+var usingAsm = false
+
+func init() {
+	if xcpu.X86.HasAVX2 && xcpu.X86.HasFMA {
+		microKernel, usingAsm = kernelAsm, true
+	}
+}
+
+// sgemm6x16 is the AVX2/FMA micro-kernel (kernel_amd64.s): a 6x16 tile in
+// twelve 8-wide accumulators, one k step per iteration: two B loads, six A
+// broadcasts, twelve FMAs. flags&1 selects C += tile instead of C = tile.
+//
+//go:noescape
+func sgemm6x16(kc int, a, b, c *float32, ldc int, flags int)
+
+// kernelAsm checks the bounds the assembly relies on, then calls it.
+func kernelAsm(kc int, a, b, c []float32, ldc int, acc bool) {
+	_ = a[kc*mr-1]
+	_ = b[kc*nr-1]
+	_ = c[(mr-1)*ldc+nr-1]
+	flags := 0
+	if acc {
+		flags = 1
+	}
+	sgemm6x16(kc, &a[0], &b[0], &c[0], ldc, flags)
+}
