@@ -1,0 +1,172 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// ResultPath is where WriteResult puts r: DIR/<spec>-<run>.json (just
+// <run>.json when r.Spec is empty). The spec name is part of it because run
+// ids repeat across specs ("torch_ddp-fp32-1") and results of different
+// specs share the results directory.
+func ResultPath(dir string, r *Result) string {
+	name := r.Run
+	if r.Spec != "" {
+		name = r.Spec + "-" + r.Run
+	}
+	return filepath.Join(dir, unsafeFileChars.ReplaceAllString(name, "_")+".json")
+}
+
+// WriteResult writes r as indented JSON to ResultPath(dir, r), atomically,
+// creating dir if needed. Non-finite numbers (a diverged loss) are written
+// as null, since JSON has no NaN.
+func WriteResult(dir string, r *Result) error {
+	if r == nil || r.Run == "" {
+		return errors.New("result has no run id")
+	}
+	path := ResultPath(dir, r)
+	js, err := json.MarshalIndent(finiteJSON(r), "", "  ")
+	if err != nil {
+		return fmt.Errorf("result %s: %w", path, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("result %s: %w", path, err)
+	}
+	return writeFileAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(append(js, '\n'))
+		return err
+	})
+}
+
+// ReadResults reads result files. Files that cannot be read or are not
+// resnetlab results are skipped; the error names each of them.
+func ReadResults(paths []string) ([]*Result, error) {
+	var out []*Result
+	var errs []error
+	for _, p := range paths {
+		r, err := readResult(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}
+
+func readResult(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("result %s: %w", path, err)
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("result %s: not a result file: %v", path, err)
+	}
+	if r.Run == "" {
+		return nil, fmt.Errorf("result %s: no \"run\" field (want a results/<spec>-<run>.json written by resnetlab)", path)
+	}
+	return &r, nil
+}
+
+// CompareTable lays finished runs side by side, one row per run, followed by
+// the error of each failed run.
+func CompareTable(rs []*Result) string {
+	var b strings.Builder
+	header := []string{"RUN", "PLUGIN", "PRECISION", "RANKS", "DATASET", "EPOCHS", "FINAL ACC",
+		"BEST ACC", "EPOCH TIME", "IMAGES/S", "PEAK DEV MEM/RANK", "STATUS"}
+	rows := [][]string{header}
+	multiSpec := hasSeveralSpecs(rs)
+	for _, r := range rs {
+		rows = append(rows, compareRow(r, multiSpec))
+	}
+	writeAligned(&b, rows)
+	for _, r := range rs {
+		if r.Error != "" {
+			fmt.Fprintf(&b, "%s: %s\n", runLabel(r, multiSpec), r.Error)
+		}
+	}
+	return b.String()
+}
+
+func hasSeveralSpecs(rs []*Result) bool {
+	for _, r := range rs {
+		if r.Spec != rs[0].Spec {
+			return true
+		}
+	}
+	return false
+}
+
+func runLabel(r *Result, withSpec bool) string {
+	if withSpec && r.Spec != "" {
+		return r.Spec + "/" + r.Run
+	}
+	return r.Run
+}
+
+func compareRow(r *Result, multiSpec bool) []string {
+	done := len(r.EpochResults)
+	final, epochTime := "-", "-"
+	if done > 0 {
+		final = pct(r.FinalTestAcc)
+		var sum float64
+		for _, e := range r.EpochResults {
+			sum += e.Seconds
+		}
+		epochTime = fmt.Sprintf("%.1fs", sum/float64(done))
+	}
+	best := "-"
+	if done > 0 {
+		best = pct(r.BestTestAcc)
+	}
+	ips := "-"
+	if r.ImagesPerSecond > 0 {
+		ips = fmt.Sprintf("%.0f", r.ImagesPerSecond)
+	}
+	return []string{runLabel(r, multiSpec), r.Plugin, r.Precision, fmt.Sprint(r.WorldSize), r.Dataset,
+		fmt.Sprintf("%d/%d", done, r.Epochs), final, best, epochTime, ips, peakMem(r.PeakDeviceBytes),
+		r.Status}
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.2f%%", 100*f) }
+
+// peakMem is the largest per-rank device peak ("-" when none was measured).
+func peakMem(peaks []int64) string {
+	var m int64
+	for _, p := range peaks {
+		m = max(m, p)
+	}
+	if m == 0 {
+		return "-"
+	}
+	return FormatSize(m)
+}
+
+// writeAligned writes rows as left-aligned columns two spaces apart.
+func writeAligned(b *strings.Builder, rows [][]string) {
+	width := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, c := range row {
+			width[i] = max(width[i], len(c))
+		}
+	}
+	for _, row := range rows {
+		line := ""
+		for i, c := range row {
+			line += c
+			if i < len(row)-1 {
+				line += strings.Repeat(" ", width[i]-len(c)+2)
+			}
+		}
+		b.WriteString(line + "\n")
+	}
+}

@@ -1,0 +1,129 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func sampleResult() *Result {
+	return &Result{
+		Run: "gemini-fp16-2", Spec: "zero", Plugin: "gemini", Precision: "fp16", WorldSize: 2,
+		Dataset: "cifar10", Backend: "cuda", Devices: []string{"cuda:0", "cuda:0"}, Width: 64,
+		BatchSize: 100, Epochs: 80,
+		EpochResults: []EpochResult{{1, 1.9, 0.41, 10.5}, {2, 1.4, 0.55, 9.5}},
+		FinalTestAcc: 0.55, BestTestAcc: 0.55, PerClassAcc: []float64{0.5, 0.6},
+		TrainSeconds: 20, ImagesPerSecond: 5000, PeakDeviceBytes: []int64{3 << 29, 1 << 30},
+		PeakHostBytes: []int64{1 << 20, 1 << 20}, ModelSHA256: "ab", Status: "stopped",
+	}
+}
+
+func TestFiniteJSONMatchesEncodingJSON(t *testing.T) {
+	for _, r := range []*Result{sampleResult(), {Run: "x", Error: "boom"}, {}} {
+		want, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := json.MarshalIndent(finiteJSON(r), "", "  ")
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("finiteJSON differs (%v)\n got %s\nwant %s", err, got, want)
+		}
+	}
+}
+
+func TestWriteReadResult(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "results")
+	r := sampleResult()
+	if err := WriteResult(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "zero-gemini-fp16-2.json")
+	if ResultPath(dir, r) != path {
+		t.Fatalf("ResultPath = %s", ResultPath(dir, r))
+	}
+	raw, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(raw), "{\n  \"run\": \"gemini-fp16-2\",\n") || !strings.HasSuffix(string(raw), "}\n") {
+		t.Fatalf("not indented JSON:\n%s", raw)
+	}
+	got, err := ReadResults([]string{path})
+	if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], r) {
+		t.Fatalf("round trip: %v\n got %+v\nwant %+v", err, got, r)
+	}
+}
+
+func TestWriteResultNonFinite(t *testing.T) {
+	dir := t.TempDir()
+	r := &Result{Run: "torch_ddp-fp16-1", Status: "failed", Error: "loss is NaN",
+		EpochResults: []EpochResult{{Epoch: 1, Loss: math.NaN(), TestAcc: 0.1}},
+		ImagesPerSecond: math.Inf(1)}
+	if err := WriteResult(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, "torch_ddp-fp16-1.json"))
+	if !strings.Contains(string(raw), `"loss": null`) || !strings.Contains(string(raw), `"images_per_second": null`) {
+		t.Fatalf("non-finite values not written as null:\n%s", raw)
+	}
+	got, err := ReadResults([]string{filepath.Join(dir, "torch_ddp-fp16-1.json")})
+	if err != nil || got[0].EpochResults[0].TestAcc != 0.1 || got[0].Error != "loss is NaN" {
+		t.Fatalf("read back: %v %+v", err, got)
+	}
+	if err := WriteResult(dir, &Result{}); err == nil {
+		t.Fatal("a result without run id must be refused")
+	}
+}
+
+func TestReadResultsErrors(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	WriteResult(dir, &Result{Run: "good"})
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte("{not json"), 0o644)
+	other := filepath.Join(dir, "other.json")
+	os.WriteFile(other, []byte(`{"name": "package.json"}`), 0o644)
+	missing := filepath.Join(dir, "missing.json")
+	rs, err := ReadResults([]string{bad, good, other, missing})
+	if len(rs) != 1 || rs[0].Run != "good" {
+		t.Fatalf("want the one good result, got %v", rs)
+	}
+	msg := err.Error()
+	for _, want := range []string{"result " + bad + ": not a result file", "result " + other + `: no "run" field`, "result " + missing} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Error("missing file error must match fs.ErrNotExist")
+	}
+}
+
+func TestCompareTable(t *testing.T) {
+	a := sampleResult()
+	b := &Result{Run: "torch_ddp-fp32-1", Spec: "zero", Plugin: "torch_ddp", Precision: "fp32", WorldSize: 1,
+		Dataset: "cifar10", Epochs: 80, Status: "failed", Error: "final accuracy 0.8312 is below target_acc 0.84",
+		EpochResults: []EpochResult{{1, 2, 0.8312, 60}}, FinalTestAcc: 0.8312, BestTestAcc: 0.8312,
+		ImagesPerSecond: 833.4}
+	got := CompareTable([]*Result{a, b})
+	want := "" +
+		"RUN               PLUGIN     PRECISION  RANKS  DATASET  EPOCHS  FINAL ACC  BEST ACC  EPOCH TIME  IMAGES/S  PEAK DEV MEM/RANK  STATUS\n" +
+		"gemini-fp16-2     gemini     fp16       2      cifar10  2/80    55.00%     55.00%    10.0s       5000      1.50 GiB           stopped\n" +
+		"torch_ddp-fp32-1  torch_ddp  fp32       1      cifar10  1/80    83.12%     83.12%    60.0s       833       -                  failed\n" +
+		"torch_ddp-fp32-1: final accuracy 0.8312 is below target_acc 0.84\n"
+	if got != want {
+		t.Fatalf("table\n%s\nwant\n%s", got, want)
+	}
+	b.Spec = "fmnist"
+	if got := CompareTable([]*Result{a, b}); !strings.Contains(got, "zero/gemini-fp16-2 ") ||
+		!strings.Contains(got, "fmnist/torch_ddp-fp32-1 ") {
+		t.Fatalf("runs of several specs must be labelled spec/run:\n%s", got)
+	}
+	if got := CompareTable([]*Result{{Run: "r", Epochs: 3}}); !strings.Contains(got, "r    ") ||
+		!strings.Contains(got, "0/3     -          -") {
+		t.Fatalf("a run without epochs:\n%s", got)
+	}
+}
