@@ -1,0 +1,401 @@
+package parallel
+
+import (
+	"fmt"
+
+	"resnetlab/kernels"
+	"resnetlab/model"
+)
+
+// Plugin names, as ColossalAI's Booster plugins.
+const (
+	TorchDDP     = "torch_ddp"
+	LowLevelZero = "low_level_zero"
+	Gemini       = "gemini"
+)
+
+// DefaultBucketElems is DDP's default bucket: 25 MB of fp32 gradients.
+const DefaultBucketElems = 25 << 20 / 4
+
+// EngineConfig selects how one rank trains.
+type EngineConfig struct {
+	Plugin      string        // TorchDDP or LowLevelZero
+	Precision   kernels.DType // F32, or F16/BF16 for mixed precision with fp32 master weights
+	ZeroStage   int           // 1 or 2 (LowLevelZero)
+	Scaler      ScalerConfig  // loss scaling, used for F16 only (bf16 needs none)
+	BucketElems int           // gradient bucket size in elements (0 = DefaultBucketElems)
+}
+
+// StepStats is what one training step reports.
+type StepStats struct {
+	Loss      float32
+	Skipped   bool    // gradients overflowed: no update (mixed precision)
+	LossScale float64 // 0 without a loss scaler
+}
+
+// Engine is one rank's boosted model and optimizer (ColossalAI's
+// booster.boost result): DDP keeps full fp32 master weights and Adam state
+// on every rank; ZeRO (low_level_zero) keeps only this rank's shard of them.
+// Every rank must call Step, State and LoadState together: they run
+// collectives.
+type Engine struct {
+	cfg    EngineConfig
+	be     kernels.Backend
+	comm   DeviceCommunicator
+	model  *model.ResNet
+	params []*model.Param
+	lay    *layout
+	ce     *model.CrossEntropy
+	scaler *LossScaler
+	step   int // Adam steps taken (skipped steps excluded)
+
+	sharded bool
+	master  *kernels.Tensor   // fp32 master weights: full (DDP) or this rank's shard (ZeRO)
+	grad    *kernels.Tensor   // fp32 gradients: full (DDP, ZeRO-1) or shard (ZeRO-2)
+	stage   *kernels.Tensor   // one bucket of staging (ZeRO-2)
+	m, v    *kernels.Tensor   // Adam moments, shaped like master
+	flag    *kernels.Tensor   // overflow flag for the all-ranks vote
+	acc     *kernels.Tensor   // gradient accumulation side buffer (on first use)
+	owned   []*kernels.Tensor // keep-alive list of tensors to Free
+}
+
+// NewEngine wraps a rank's model. The model must be built with
+// cfg.Precision as its DType. Rank 0's initial weights are broadcast so all
+// ranks start equal, as DDP does.
+func NewEngine(be kernels.Backend, comm DeviceCommunicator, m *model.ResNet, cfg EngineConfig) (*Engine, error) {
+	switch cfg.Plugin {
+	case TorchDDP:
+	case LowLevelZero:
+		if cfg.Precision == kernels.F32 {
+			return nil, fmt.Errorf("low_level_zero trains in fp16 or bf16 with fp32 master weights, not fp32")
+		}
+		if cfg.ZeroStage != 1 && cfg.ZeroStage != 2 {
+			return nil, fmt.Errorf("low_level_zero: stage %d is not supported (want 1 or 2)", cfg.ZeroStage)
+		}
+	default:
+		return nil, fmt.Errorf("parallel: unknown plugin %q for this engine", cfg.Plugin)
+	}
+	if m.Cfg.DType != cfg.Precision {
+		return nil, fmt.Errorf("parallel: model is %s but the run is %s", m.Cfg.DType, cfg.Precision)
+	}
+	if cfg.BucketElems <= 0 {
+		cfg.BucketElems = DefaultBucketElems
+	}
+	e := &Engine{cfg: cfg, be: be, comm: comm, model: m, params: m.Params(), ce: model.NewCrossEntropy(be)}
+	e.sharded = cfg.Plugin == LowLevelZero
+	e.lay = newLayout(e.params, comm.WorldSize(), comm.Rank(), cfg.BucketElems)
+	if cfg.Precision == kernels.F16 {
+		e.scaler = NewLossScaler(cfg.Scaler)
+	}
+	if err := e.allocate(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Engine) alloc(cat kernels.Category, n int) *kernels.Tensor {
+	t := e.be.New(cat, kernels.F32, n)
+	e.owned = append(e.owned, t)
+	return t
+}
+
+// allocate builds the flat buffers and the starting master weights.
+func (e *Engine) allocate() error {
+	l := e.lay
+	stateLen := l.padded()
+	if e.sharded {
+		stateLen = l.shardLen()
+	}
+	e.master = e.alloc(kernels.CatParams, stateLen)
+	e.m = e.alloc(kernels.CatOptState, stateLen)
+	e.v = e.alloc(kernels.CatOptState, stateLen)
+	e.flag = e.alloc(kernels.CatWorkspace, 1)
+	if e.sharded && e.cfg.ZeroStage == 2 {
+		e.grad = e.alloc(kernels.CatGrads, l.shardLen())
+		e.stage = e.alloc(kernels.CatWorkspace, l.bucketLen())
+	} else {
+		e.grad = e.alloc(kernels.CatGrads, l.padded())
+	}
+	full := e.be.New(kernels.CatWorkspace, kernels.F32, l.padded())
+	defer e.be.Free(full)
+	l.gather(e.be, e.params, weights, full, 0, l.padded())
+	if err := e.comm.Broadcast(full, 0); err != nil {
+		return fmt.Errorf("broadcast of initial weights: %w", err)
+	}
+	e.setMasterFromFull(full)
+	if e.cfg.Precision == kernels.F32 {
+		e.bindFP32()
+	} else {
+		l.scatter(e.be, e.params, weights, full, 0, l.padded())
+	}
+	return nil
+}
+
+// setMasterFromFull copies a full flat fp32 vector into the master weights.
+func (e *Engine) setMasterFromFull(full *kernels.Tensor) {
+	if !e.sharded {
+		e.be.Copy(e.master, full)
+		return
+	}
+	l := e.lay
+	for k := 0; k < l.buckets; k++ {
+		e.be.Copy(kernels.View(e.master, k*l.block, l.block), kernels.View(full, l.owned(k), l.block))
+	}
+}
+
+// bindFP32 points an fp32 model's weights and gradients at views of the
+// flat master and gradient buffers, so DDP needs no copies at all.
+func (e *Engine) bindFP32() {
+	for i, p := range e.params {
+		off, shape := e.lay.offs[i], p.W.Shape
+		oldW, oldG := p.W, p.G
+		p.W = kernels.View(e.master, off, shape...)
+		p.G = kernels.View(e.grad, off, shape...)
+		e.be.Free(oldW)
+		if oldG != nil {
+			e.be.Free(oldG)
+		}
+	}
+}
+
+// Model is the wrapped model (for evaluation).
+func (e *Engine) Model() *model.ResNet { return e.model }
+
+// Scaler is the loss scaler, nil without one.
+func (e *Engine) Scaler() *LossScaler { return e.scaler }
+
+// Steps is the number of optimizer updates taken.
+func (e *Engine) Steps() int { return e.step }
+
+// Batch is one micro-batch: images [N,C,32,32] in the model's dtype and
+// labels [N] (class indices as fp32).
+type Batch struct{ X, Labels *kernels.Tensor }
+
+// Step runs forward, backward, gradient reduction and the Adam update on
+// one batch.
+func (e *Engine) Step(x, labels *kernels.Tensor, lr float32) (StepStats, error) {
+	return e.StepAccum([]Batch{{x, labels}}, lr)
+}
+
+// StepAccum is one optimizer step over several micro-batches whose
+// gradients are averaged (gradient accumulation): with k micro-batches of
+// B it equals one batch of k*B up to rounding, batch-norm statistics aside
+// (they are per micro-batch, as they are per rank under DDP).
+func (e *Engine) StepAccum(micro []Batch, lr float32) (StepStats, error) {
+	if len(micro) > 1 && e.stage != nil {
+		return StepStats{}, fmt.Errorf("gradient accumulation needs ZeRO stage 1 (stage 2 keeps no full gradient)")
+	}
+	scale := float32(1)
+	if e.scaler != nil {
+		scale = float32(e.scaler.Scale)
+	}
+	var st StepStats
+	for i, b := range micro {
+		logits := e.model.Forward(b.X, true)
+		_, dlogits := e.ce.Forward(logits, b.Labels, scale/float32(len(micro)), true)
+		e.model.Backward(dlogits)
+		st.Loss += e.ce.Value() / float32(len(micro))
+		e.collectGrads(i, len(micro))
+	}
+	if e.scaler != nil {
+		st.LossScale = e.scaler.Scale
+	}
+	if err := e.reduceGrads(); err != nil {
+		return st, err
+	}
+	if e.cfg.Precision != kernels.F32 {
+		overflow, err := e.overflow()
+		if err != nil {
+			return st, err
+		}
+		if overflow {
+			st.Skipped = true
+			if e.scaler != nil {
+				e.scaler.Update(true)
+			}
+			return st, e.syncBuffers()
+		}
+	}
+	e.step++
+	e.adam(lr, 1/scale)
+	if err := e.publish(); err != nil {
+		return st, err
+	}
+	if e.scaler != nil {
+		e.scaler.Update(false)
+	}
+	return st, e.syncBuffers()
+}
+
+// syncBuffers gives every rank rank 0's batch-norm running statistics, as
+// torch DDP's broadcast_buffers does before each forward, so evaluation and
+// checkpoints see one model whichever rank they run on.
+func (e *Engine) syncBuffers() error {
+	if e.lay.world == 1 {
+		return nil
+	}
+	for _, b := range e.model.Buffers() {
+		if err := e.comm.Broadcast(b.T, 0); err != nil {
+			return fmt.Errorf("broadcast of %s: %w", b.Name, err)
+		}
+	}
+	return nil
+}
+
+// collectGrads moves micro-batch i's gradients into the flat gradient
+// buffer, summing over micro-batches. fp32 DDP's gradients already are
+// views of it, so only accumulation needs a side buffer there. ZeRO-2
+// gathers bucket by bucket in reduceGrads instead.
+func (e *Engine) collectGrads(i, n int) {
+	if e.stage != nil {
+		return
+	}
+	full := kernels.View(e.grad, 0, e.lay.padded())
+	if e.cfg.Precision != kernels.F32 {
+		if i == 0 {
+			e.lay.gather(e.be, e.params, grads, full, 0, e.lay.padded())
+			return
+		}
+		acc := e.accumBuffer()
+		e.lay.gather(e.be, e.params, grads, acc, 0, e.lay.padded())
+		e.be.Add(full, full, acc)
+		return
+	}
+	if n == 1 {
+		return
+	}
+	acc := e.accumBuffer()
+	switch {
+	case i == 0:
+		e.be.Copy(acc, full)
+	case i < n-1:
+		e.be.Add(acc, acc, full)
+	default:
+		e.be.Add(full, full, acc)
+	}
+}
+
+// accumBuffer is the side buffer of gradient accumulation, made on first use.
+func (e *Engine) accumBuffer() *kernels.Tensor {
+	if e.acc == nil {
+		e.acc = e.alloc(kernels.CatGrads, e.lay.padded())
+	}
+	return e.acc
+}
+
+// reduceGrads averages the gradients over ranks, bucket by bucket.
+func (e *Engine) reduceGrads() error {
+	l := e.lay
+	for k := 0; k < l.buckets; k++ {
+		lo, hi := l.bucket(k)
+		var err error
+		switch {
+		case e.stage != nil: // ZeRO-2: reduce-scatter into this rank's shard
+			e.fillPadding(e.stage, lo, hi)
+			l.gather(e.be, e.params, grads, e.stage, lo, hi)
+			err = e.comm.ReduceScatter(kernels.View(e.grad, k*l.block, l.block), e.stage, Avg)
+		default:
+			b := kernels.View(e.grad, lo, hi-lo)
+			if l.world > 1 {
+				err = e.comm.AllReduce(b, Avg)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("gradient bucket %d: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// fillPadding zeroes a staging bucket whose tail lies past the last
+// parameter, so stale values of an earlier bucket never reach the shard.
+func (e *Engine) fillPadding(stage *kernels.Tensor, lo, hi int) {
+	if hi > e.lay.n {
+		e.be.Fill(stage, 0)
+	}
+}
+
+// overflow votes over all ranks whether any gradient is inf or NaN.
+func (e *Engine) overflow() (bool, error) {
+	bad := e.be.NonFinite(e.ownedGrads())
+	if e.lay.world == 1 {
+		return bad, nil
+	}
+	v := float32(0)
+	if bad {
+		v = 1
+	}
+	e.be.Fill(e.flag, v)
+	if err := e.comm.AllReduce(e.flag, Sum); err != nil {
+		return false, fmt.Errorf("overflow vote: %w", err)
+	}
+	var h [1]float32
+	e.be.Download(e.flag, h[:])
+	return h[0] > 0, nil
+}
+
+// ownedGrads are the gradient views that this rank's Adam reads.
+func (e *Engine) ownedGrads() []*kernels.Tensor {
+	l := e.lay
+	if !e.sharded || e.stage != nil {
+		return []*kernels.Tensor{e.grad}
+	}
+	gs := make([]*kernels.Tensor, l.buckets)
+	for k := range gs {
+		gs[k] = kernels.View(e.grad, l.owned(k), l.block)
+	}
+	return gs
+}
+
+// adam updates the master weights this rank owns in one fused call.
+func (e *Engine) adam(lr, gradScale float32) {
+	hp := kernels.AdamParams{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: e.step, GradScale: gradScale}
+	gs := e.ownedGrads()
+	if len(gs) == 1 {
+		e.be.AdamStep([]*kernels.Tensor{e.master}, gs, []*kernels.Tensor{e.m}, []*kernels.Tensor{e.v}, hp)
+		return
+	}
+	l := e.lay
+	ps, ms, vs := make([]*kernels.Tensor, l.buckets), make([]*kernels.Tensor, l.buckets), make([]*kernels.Tensor, l.buckets)
+	for k := range ps {
+		ps[k] = kernels.View(e.master, k*l.block, l.block)
+		ms[k] = kernels.View(e.m, k*l.block, l.block)
+		vs[k] = kernels.View(e.v, k*l.block, l.block)
+	}
+	e.be.AdamStep(ps, gs, ms, vs, hp)
+}
+
+// publish brings the updated master weights into the model: nothing for
+// fp32 DDP (its weights are views of master), a cast for mixed-precision
+// DDP, an all-gather of the shards for ZeRO.
+func (e *Engine) publish() error {
+	l := e.lay
+	switch {
+	case e.cfg.Precision == kernels.F32 && !e.sharded:
+		return nil
+	case !e.sharded:
+		l.scatter(e.be, e.params, weights, e.master, 0, l.padded())
+		return nil
+	}
+	for k := 0; k < l.buckets; k++ {
+		lo, hi := l.bucket(k)
+		dst := e.stage
+		if dst == nil { // ZeRO-1: the full gradient buffer is free again
+			dst = kernels.View(e.grad, lo, hi-lo)
+		}
+		if err := e.comm.AllGather(dst, kernels.View(e.master, k*l.block, l.block)); err != nil {
+			return fmt.Errorf("all-gather of updated bucket %d: %w", k, err)
+		}
+		l.scatter(e.be, e.params, weights, dst, lo, hi)
+	}
+	return nil
+}
+
+// Free releases the engine's buffers (not the model).
+func (e *Engine) Free() {
+	for _, t := range e.owned {
+		e.be.Free(t)
+	}
+	e.owned = nil
+	e.ce.Free()
+}
