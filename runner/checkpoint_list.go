@@ -1,7 +1,11 @@
 package runner
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
 	"os"
 	"regexp"
@@ -69,4 +73,59 @@ func MetaString(meta map[string]any, key string) (string, error) {
 		return "", fmt.Errorf("metadata %q = %v (want a string)", key, v)
 	}
 	return s, nil
+}
+
+// ReadCheckpointMeta reads only the kind and metadata of a checkpoint file
+// (its header), without loading or verifying the tensors: for listings such
+// as a resume picker. ReadCheckpointFile does the full, checked read.
+func ReadCheckpointMeta(path string) (kind string, meta map[string]any, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil, fmt.Errorf("checkpoint %s: file not found: %w", path, fs.ErrNotExist)
+		}
+		return "", nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	defer f.Close()
+	head, err := readHead(f)
+	if err != nil {
+		return "", nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	c := &cursor{b: head}
+	if err := c.preamble(); err != nil {
+		return "", nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if _, err = c.u64("the file length"); err == nil {
+		kind, err = c.str("the kind", maxKindLen)
+	}
+	if err == nil {
+		meta, err = c.meta()
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return kind, meta, nil
+}
+
+// readHead reads the bytes up to the end of the metadata block.
+func readHead(r io.Reader) ([]byte, error) {
+	buf := make([]byte, 24)
+	if n, err := io.ReadFull(r, buf); err != nil {
+		return buf[:n], nil // short: the cursor reports the truncation
+	}
+	kindLen := binary.LittleEndian.Uint32(buf[20:])
+	if kindLen > maxKindLen {
+		return buf, nil
+	}
+	buf = append(buf, make([]byte, kindLen+4)...)
+	if n, _ := io.ReadFull(r, buf[24:]); n < len(buf)-24 {
+		return buf[:24+n], nil
+	}
+	metaLen := binary.LittleEndian.Uint32(buf[len(buf)-4:])
+	if metaLen > maxMetaLen {
+		return buf, nil
+	}
+	rest := make([]byte, metaLen)
+	n, _ := io.ReadFull(r, rest)
+	return append(buf, rest[:n]...), nil
 }

@@ -44,19 +44,8 @@ func ReadCheckpointFile(path, wantKind string) (meta map[string]any, ts []Tensor
 // never allocates more than a small multiple of len(b), whatever b holds.
 func DecodeCheckpoint(b []byte, wantKind string) (map[string]any, []TensorEntry, error) {
 	c := &cursor{b: b}
-	magic, err := c.bytes(8, "the magic number")
-	if err != nil {
+	if err := c.preamble(); err != nil {
 		return nil, nil, err
-	}
-	if string(magic) != checkpointMagic {
-		return nil, nil, fmt.Errorf("%w: starts with %q, want %q", ErrCheckpointMagic, magic, checkpointMagic)
-	}
-	version, err := c.u32("the format version")
-	if err != nil {
-		return nil, nil, err
-	}
-	if version != checkpointVersion {
-		return nil, nil, fmt.Errorf("%w %d (this build reads version %d)", ErrCheckpointVersion, version, checkpointVersion)
 	}
 	declared, err := c.u64("the file length")
 	if err != nil {
@@ -78,6 +67,25 @@ func DecodeCheckpoint(b []byte, wantKind string) (map[string]any, []TensorEntry,
 		return nil, nil, fmt.Errorf("%w: %d unused bytes after the last tensor at byte %d", ErrCheckpointCorrupt, body-c.off, c.off)
 	}
 	return meta, ts, nil
+}
+
+// preamble checks the magic number and the format version.
+func (c *cursor) preamble() error {
+	magic, err := c.bytes(8, "the magic number")
+	if err != nil {
+		return err
+	}
+	if string(magic) != checkpointMagic {
+		return fmt.Errorf("%w: starts with %q, want %q", ErrCheckpointMagic, magic, checkpointMagic)
+	}
+	version, err := c.u32("the format version")
+	if err != nil {
+		return err
+	}
+	if version != checkpointVersion {
+		return fmt.Errorf("%w %d (this build reads version %d)", ErrCheckpointVersion, version, checkpointVersion)
+	}
+	return nil
 }
 
 // checkLength compares the file size with the declared length; for a short

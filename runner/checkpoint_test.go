@@ -304,3 +304,31 @@ func TestCheckpointPathsAndList(t *testing.T) {
 		t.Fatalf("missing dir: %v", err)
 	}
 }
+
+func TestReadCheckpointMeta(t *testing.T) {
+	path, full := writeSample(t)
+	kind, meta, err := ReadCheckpointMeta(path)
+	if err != nil || kind != "model" || meta["plugin"] != "gemini" || meta["epoch"] != 5.0 {
+		t.Fatalf("got %q %v %v", kind, meta, err)
+	}
+	// The header alone is enough: a file cut after the metadata still lists.
+	header, _, _ := encodeHeader("model", sampleMeta(), sampleTensors())
+	cutAt := len(header) - tensorTableLen(sampleTensors()) - 4
+	for _, n := range []int{0, 10, 23, 30, cutAt - 1} {
+		os.WriteFile(path, full[:n], 0o644)
+		if _, _, err := ReadCheckpointMeta(path); !errors.Is(err, ErrCheckpointTruncated) {
+			t.Fatalf("cut at %d: %v", n, err)
+		}
+	}
+	os.WriteFile(path, full[:cutAt], 0o644)
+	if _, _, err := ReadCheckpointMeta(path); err != nil {
+		t.Fatalf("cut after the metadata: %v", err)
+	}
+	os.WriteFile(path, []byte("PK\x03\x04 a zip file, as torch.save writes"), 0o644)
+	if _, _, err := ReadCheckpointMeta(path); !errors.Is(err, ErrCheckpointMagic) {
+		t.Fatalf("zip: %v", err)
+	}
+	if _, _, err := ReadCheckpointMeta(path + ".none"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing: %v", err)
+	}
+}

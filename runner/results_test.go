@@ -60,7 +60,7 @@ func TestWriteReadResult(t *testing.T) {
 func TestWriteResultNonFinite(t *testing.T) {
 	dir := t.TempDir()
 	r := &Result{Run: "torch_ddp-fp16-1", Status: "failed", Error: "loss is NaN",
-		EpochResults: []EpochResult{{Epoch: 1, Loss: math.NaN(), TestAcc: 0.1}},
+		EpochResults:    []EpochResult{{Epoch: 1, Loss: math.NaN(), TestAcc: 0.1}},
 		ImagesPerSecond: math.Inf(1)}
 	if err := WriteResult(dir, r); err != nil {
 		t.Fatal(err)

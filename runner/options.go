@@ -1,0 +1,55 @@
+package runner
+
+import (
+	"fmt"
+)
+
+// RunOptions adjusts how RunSpec runs a spec; the zero value runs the spec
+// as written.
+type RunOptions struct {
+	Resume     int    // > 0: resume every run from this epoch instead of the spec's resume
+	Device     string // "auto", "cpu" or "cuda" instead of the spec's device; "" keeps it
+	ResultsDir string // instead of the spec's results_dir; "" keeps it
+	Headless   bool   // no TUI is attached (events go to the headless printer)
+}
+
+// Apply returns a copy of s with the options' overrides applied and
+// checked, and its cells. RunSpec starts with it; the CLI calls it first to
+// report problems before anything starts.
+func (o RunOptions) Apply(s *Spec) (*Spec, []Cell, []Rejection, error) {
+	c := *s
+	if o.Resume < 0 {
+		return nil, nil, nil, fmt.Errorf("--resume %d: want an epoch >= 1", o.Resume)
+	}
+	if o.Resume > 0 {
+		if o.Resume > s.Epochs {
+			return nil, nil, nil, fmt.Errorf("--resume %d: %s trains %d epochs (want 1 to %d)", o.Resume, s.File, s.Epochs, s.Epochs)
+		}
+		c.Resume = o.Resume
+	}
+	if o.Device != "" {
+		if !contains(devices, o.Device) {
+			return nil, nil, nil, fmt.Errorf("--device %q: want %s", o.Device, orList(devices))
+		}
+		c.Device = o.Device
+	}
+	if o.ResultsDir != "" {
+		c.ResultsDir = o.ResultsDir
+	}
+	cells, rejected, err := c.Cells()
+	if err != nil {
+		return nil, nil, rejected, err
+	}
+	return &c, cells, rejected, nil
+}
+
+// EvalOptions says which checkpoint Eval measures and on what.
+type EvalOptions struct {
+	CheckpointDir string // directory holding model_E.pth
+	Epoch         int    // E, >= 1
+	Dataset       string // "" = the checkpoint's metadata "dataset", else cifar10
+	DataDir       string // "" = $DATA, else ./data
+	Device        string // "auto" (default when ""), "cpu" or "cuda"
+	BatchSize     int    // 0 = 128, the reference's eval batch
+	Spec          *Spec  // optional: synthetic sizes and seed, in_channels, width
+}
