@@ -2,27 +2,30 @@ package cpu
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
 
 	"resnetlab/kernels"
 )
 
 // resnetConvs are the convolutions of ResNet-18 on 32x32 input at batch 100.
+// count is how many times the shape occurs in the network.
 var resnetConvs = []struct {
-	name string
-	s    convShape
+	name  string
+	s     convShape
+	count int
 }{
-	{"stem_3-64_7x7s2_32", convShape{N: 100, C: 3, H: 32, W: 32, K: 64, R: 7, S: 7, stride: 2, pad: 3}},
-	{"l1_64-64_3x3_8", convShape{N: 100, C: 64, H: 8, W: 8, K: 64, R: 3, S: 3, stride: 1, pad: 1}},
-	{"l2a_64-128_3x3s2_8", convShape{N: 100, C: 64, H: 8, W: 8, K: 128, R: 3, S: 3, stride: 2, pad: 1}},
-	{"l2_128-128_3x3_4", convShape{N: 100, C: 128, H: 4, W: 4, K: 128, R: 3, S: 3, stride: 1, pad: 1}},
-	{"l2ds_64-128_1x1s2_8", convShape{N: 100, C: 64, H: 8, W: 8, K: 128, R: 1, S: 1, stride: 2, pad: 0}},
-	{"l3a_128-256_3x3s2_4", convShape{N: 100, C: 128, H: 4, W: 4, K: 256, R: 3, S: 3, stride: 2, pad: 1}},
-	{"l3_256-256_3x3_2", convShape{N: 100, C: 256, H: 2, W: 2, K: 256, R: 3, S: 3, stride: 1, pad: 1}},
-	{"l3ds_128-256_1x1s2_4", convShape{N: 100, C: 128, H: 4, W: 4, K: 256, R: 1, S: 1, stride: 2, pad: 0}},
-	{"l4a_256-512_3x3s2_2", convShape{N: 100, C: 256, H: 2, W: 2, K: 512, R: 3, S: 3, stride: 2, pad: 1}},
-	{"l4_512-512_3x3_1", convShape{N: 100, C: 512, H: 1, W: 1, K: 512, R: 3, S: 3, stride: 1, pad: 1}},
-	{"l4ds_256-512_1x1s2_2", convShape{N: 100, C: 256, H: 2, W: 2, K: 512, R: 1, S: 1, stride: 2, pad: 0}},
+	{"stem_3-64_7x7s2_32", convShape{N: 100, C: 3, H: 32, W: 32, K: 64, R: 7, S: 7, stride: 2, pad: 3}, 1},
+	{"l1_64-64_3x3_8", convShape{N: 100, C: 64, H: 8, W: 8, K: 64, R: 3, S: 3, stride: 1, pad: 1}, 4},
+	{"l2a_64-128_3x3s2_8", convShape{N: 100, C: 64, H: 8, W: 8, K: 128, R: 3, S: 3, stride: 2, pad: 1}, 1},
+	{"l2_128-128_3x3_4", convShape{N: 100, C: 128, H: 4, W: 4, K: 128, R: 3, S: 3, stride: 1, pad: 1}, 3},
+	{"l2ds_64-128_1x1s2_8", convShape{N: 100, C: 64, H: 8, W: 8, K: 128, R: 1, S: 1, stride: 2, pad: 0}, 1},
+	{"l3a_128-256_3x3s2_4", convShape{N: 100, C: 128, H: 4, W: 4, K: 256, R: 3, S: 3, stride: 2, pad: 1}, 1},
+	{"l3_256-256_3x3_2", convShape{N: 100, C: 256, H: 2, W: 2, K: 256, R: 3, S: 3, stride: 1, pad: 1}, 3},
+	{"l3ds_128-256_1x1s2_4", convShape{N: 100, C: 128, H: 4, W: 4, K: 256, R: 1, S: 1, stride: 2, pad: 0}, 1},
+	{"l4a_256-512_3x3s2_2", convShape{N: 100, C: 256, H: 2, W: 2, K: 512, R: 3, S: 3, stride: 2, pad: 1}, 1},
+	{"l4_512-512_3x3_1", convShape{N: 100, C: 512, H: 1, W: 1, K: 512, R: 3, S: 3, stride: 1, pad: 1}, 3},
+	{"l4ds_256-512_1x1s2_2", convShape{N: 100, C: 256, H: 2, W: 2, K: 512, R: 1, S: 1, stride: 2, pad: 0}, 1},
 }
 
 // flops is the multiply-add count x2 of the forward convolution (the
@@ -57,6 +60,50 @@ func BenchmarkConv(b *testing.B) {
 	}
 }
 
+// BenchmarkResNetStepConvs runs the forward and backward of every
+// convolution of one ResNet-18 training step (batch 100, 32x32): the bulk
+// of a CPU training step. ms/step is the number to watch; GFLOP/s counts
+// nominal FLOPs (dropped all-padding taps included).
+func BenchmarkResNetStepConvs(b *testing.B) {
+	be := New()
+	type conv struct {
+		x, w, y, dx, dw *kernels.Tensor
+		p               kernels.ConvParams
+		count           int
+	}
+	var convs []conv
+	var flops float64
+	for _, c := range resnetConvs {
+		s := c.s
+		rng := newRNG(1)
+		x, w := randTensor(be, rng, s.N, s.C, s.H, s.W), randTensor(be, rng, s.K, s.C, s.R, s.S)
+		convs = append(convs, conv{x, w,
+			be.New(kernels.CatActivations, kernels.F32, s.N, s.K, s.P(), s.Q()),
+			be.New(kernels.CatActivations, kernels.F32, x.Shape...),
+			be.New(kernels.CatGrads, kernels.F32, w.Shape...),
+			kernels.ConvParams{Stride: s.stride, Pad: s.pad}, c.count})
+		flops += 3 * s.flops() * float64(c.count)
+	}
+	cpu0 := cpuSeconds()
+	for b.Loop() {
+		for _, c := range convs {
+			for range c.count {
+				be.Conv2dForward(c.y, c.x, c.w, c.p)
+				dx := c.dx
+				if c.x.Shape[1] == 3 {
+					dx = nil // the stem needs no input gradient
+				}
+				be.Conv2dBackward(dx, c.dw, c.y, c.x, c.w, c.p)
+			}
+		}
+	}
+	sec := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(sec*1e3, "ms/step")
+	// CPU time is the steadier number on a machine shared with other jobs.
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N)*1e3, "cpu-ms/step")
+	b.ReportMetric(flops/sec/1e9, "GFLOP/s")
+}
+
 // BenchmarkGemm measures the bare GEMM on a square-ish problem.
 func BenchmarkGemm(b *testing.B) {
 	for _, sz := range [][3]int{{256, 256, 256}, {64, 6400, 576}, {512, 100, 4608}} {
@@ -71,4 +118,14 @@ func BenchmarkGemm(b *testing.B) {
 			b.ReportMetric(2*float64(M*N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
+}
+
+// cpuSeconds is the user+system CPU time of the process so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
 }

@@ -6,7 +6,8 @@ import (
 	"resnetlab/kernels"
 )
 
-// colBudget bounds the im2col buffer (float32s). The batch is processed in
+// colBudget bounds the per-chunk buffers (float32s): the padded input, the
+// GEMM output and, for strided backward, the column gradients. The batch is processed in
 // chunks of images whose size depends only on the shapes, never on the
 // worker count, so results stay deterministic.
 var colBudget = 1 << 22 // a var so tests can force chunking
@@ -101,33 +102,40 @@ func newConvGeom(op string, y, x, w *kernels.Tensor, p kernels.ConvParams) convG
 	return g
 }
 
-// Conv2dForward computes y = conv(x, w) as GEMM(w, im2col(x)) per chunk.
+// Conv2dForward computes y = conv(x, w) as an implicit GEMM:
+// y[K, pixels] = w[K, C*taps] * im2col(x), where im2col is never built but
+// gathered straight into the GEMM's packed panels (see patches).
 func (b *Backend) Conv2dForward(y, x, w *kernels.Tensor, p kernels.ConvParams) {
 	b.check(y, "Conv2dForward y")
 	b.check(x, "Conv2dForward x")
 	b.check(w, "Conv2dForward w")
 	g := newConvGeom("Conv2dForward", y, x, w, p)
 	defer b.releaseScratch()
-	crs, pq, nb := g.crs(), g.pq(), g.chunk()
-	W := matrix{data: b.weights(w.Host, g), ld: crs}
-	for n0 := 0; n0 < g.N; n0 += nb {
-		cnt := min(nb, g.N-n0)
-		col := b.scratch(slotCol, crs*cnt*pq)
-		b.im2col(col, x.Host, g, n0, cnt)
-		colM := matrix{data: col, ld: cnt * pq}
-		if cnt == 1 {
-			b.gemm(g.K, pq, crs, W, colM, y.Host[n0*g.K*pq:], pq, false)
-			continue
-		}
-		out := b.scratch(slotT, g.K*cnt*pq)
-		b.gemm(g.K, cnt*pq, crs, W, colM, out, cnt*pq, false)
-		b.unfoldBatch(y.Host[n0*g.K*pq:], out, g.K, cnt, pq)
-	}
+	b.convForward(y.Host, x.Host, w.Host, g)
 	b.round(y)
 }
 
-// Conv2dBackward computes dw = sum over images of dy * im2col(x)^T and,
-// unless dx is nil, dx = col2im(w^T * dy).
+// convForward writes y = conv(x, w) for geometry g, chunk by chunk.
+func (b *Backend) convForward(y, x, w []float32, g convGeom) {
+	crs, pq, nb := g.crs(), g.pq(), g.chunk()
+	W := matrix{data: b.weights(w, g), ld: crs}
+	for n0 := 0; n0 < g.N; n0 += nb {
+		cnt := min(nb, g.N-n0)
+		src := b.makePatches(x, g, n0, cnt)
+		if cnt == 1 {
+			b.gemm(g.K, pq, crs, W, src, y[n0*g.K*pq:], pq, false)
+			continue
+		}
+		out := b.scratch(slotT, g.K*cnt*pq)
+		b.gemm(g.K, cnt*pq, crs, W, src, out, cnt*pq, false)
+		b.unfoldBatch(y[n0*g.K*pq:], out, g.K, cnt, pq)
+	}
+}
+
+// Conv2dBackward computes dw = sum over images of dy * im2col(x)^T (chunk
+// partials added in order) and, unless dx is nil, dx: for stride 1 as the
+// forward convolution of dy with the flipped, transposed kernel; otherwise
+// as col2im(w^T * dy).
 func (b *Backend) Conv2dBackward(dx, dw, dy, x, w *kernels.Tensor, p kernels.ConvParams) {
 	b.check(dw, "Conv2dBackward dw")
 	b.check(dy, "Conv2dBackward dy")
@@ -141,42 +149,74 @@ func (b *Backend) Conv2dBackward(dx, dw, dy, x, w *kernels.Tensor, p kernels.Con
 	}
 	defer b.releaseScratch()
 	crs, pq, nb := g.crs(), g.pq(), g.chunk()
-	wc, dwc := b.weights(w.Host, g), dw.Host
+	dwc := dw.Host
 	if !g.allTaps() {
 		dwc = b.scratch(slotDW, g.K*crs)
+	}
+	viaConv := dx != nil && g.stride == 1 && g.R == g.S && g.pad <= g.R-1
+	var wc []float32
+	if dx != nil && !viaConv {
+		wc = b.weights(w.Host, g)
 	}
 	for n0 := 0; n0 < g.N; n0 += nb {
 		cnt := min(nb, g.N-n0)
 		cols := cnt * pq
-		col := b.scratch(slotCol, crs*cols)
-		b.im2col(col, x.Host, g, n0, cnt)
+		src := b.makePatches(x.Host, g, n0, cnt)
 		dyT := b.scratch(slotT, g.K*cols)
 		b.foldBatch(dyT, dy.Host[n0*g.K*pq:], g.K, cnt, pq)
 		dyM := matrix{data: dyT, ld: cols}
-		// dw[K,CRS] (+)= dyT[K,cols] * col^T; chunks add up in order.
-		b.gemm(g.K, crs, cols, dyM, matrix{data: col, ld: cols, t: true}, dwc, crs, n0 > 0)
-		if dx == nil {
+		// dw[K,CRS] (+)= dyT[K,cols] * im2col^T; chunks add up in order.
+		b.gemm(g.K, crs, cols, dyM, patchesT(src), dwc, crs, n0 > 0)
+		if dx == nil || viaConv {
 			continue
 		}
-		// dcol[CRS,cols] = w^T * dyT, reusing the column buffer.
-		b.gemm(crs, cols, g.K, matrix{data: wc, ld: crs, t: true}, dyM, col, cols, false)
-		b.col2im(dx.Host, col, g, n0, cnt)
+		dcol := b.scratch(slotCol, crs*cols)
+		b.gemm(crs, cols, g.K, matrix{data: wc, ld: crs, t: true}, dyM, dcol, cols, false)
+		b.col2im(dx.Host, dcol, g, n0, cnt)
 	}
 	if !g.allTaps() {
 		scatterWeights(dw.Host, dwc, g)
 	}
 	b.round(dw)
-	if dx != nil {
-		b.round(dx)
+	if dx == nil {
+		return
 	}
+	if viaConv {
+		b.convForward(dx.Host, dy.Host, b.flipWeights(w.Host, g), g.transposed())
+	}
+	b.round(dx)
+}
+
+// transposed is the geometry of the stride-1 convolution that maps dy to
+// dx: input [N,K,P,Q], kernel [C,K,R,S] flipped, padding R-1-pad.
+func (g convGeom) transposed() convGeom {
+	t := convGeom{N: g.N, C: g.K, H: g.P, W: g.Q, K: g.C, R: g.R, S: g.S,
+		P: g.H, Q: g.W, stride: 1, pad: g.R - 1 - g.pad}
+	t.findTaps()
+	return t
+}
+
+// flipWeights returns wt[c,k,R-1-r,S-1-s] = w[k,c,r,s].
+func (b *Backend) flipWeights(w []float32, g convGeom) []float32 {
+	rs := g.R * g.S
+	wt := b.scratch(slotWT, len(w))
+	for k := range g.K {
+		for c := range g.C {
+			src, dst := w[(k*g.C+c)*rs:(k*g.C+c+1)*rs], wt[(c*g.K+k)*rs:(c*g.K+k+1)*rs]
+			for i, v := range src {
+				dst[rs-1-i] = v
+			}
+		}
+	}
+	return wt
 }
 
 // unfoldBatch scatters out[K, cnt*pq] into y[cnt, K, pq].
 func (b *Backend) unfoldBatch(y, out []float32, K, cnt, pq int) {
-	b.parallel(K, 1, func(lo, hi int) {
+	b.parallel(K, 8, func(lo, hi int) {
 		for k := lo; k < hi; k++ {
 			for n := range cnt {
-				copy(y[(n*K+k)*pq:(n*K+k+1)*pq], out[(k*cnt+n)*pq:(k*cnt+n+1)*pq])
+				copyShort(y[(n*K+k)*pq:(n*K+k+1)*pq], out[(k*cnt+n)*pq:(k*cnt+n+1)*pq])
 			}
 		}
 	})
@@ -184,13 +224,26 @@ func (b *Backend) unfoldBatch(y, out []float32, K, cnt, pq int) {
 
 // foldBatch gathers dy[cnt, K, pq] into out[K, cnt*pq].
 func (b *Backend) foldBatch(out, dy []float32, K, cnt, pq int) {
-	b.parallel(K, 1, func(lo, hi int) {
+	b.parallel(K, 8, func(lo, hi int) {
 		for k := lo; k < hi; k++ {
 			for n := range cnt {
-				copy(out[(k*cnt+n)*pq:(k*cnt+n+1)*pq], dy[(n*K+k)*pq:(n*K+k+1)*pq])
+				copyShort(out[(k*cnt+n)*pq:(k*cnt+n+1)*pq], dy[(n*K+k)*pq:(n*K+k+1)*pq])
 			}
 		}
 	})
+}
+
+// copyShort copies like copy, without a memmove call for the tiny rows of
+// the late ResNet stages (1, 4 or 16 values).
+func copyShort(dst, src []float32) {
+	if len(dst) > 16 {
+		copy(dst, src)
+		return
+	}
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = v
+	}
 }
 
 // validRange returns the output positions o in [lo,hi) whose input index
@@ -208,42 +261,6 @@ func validRange(out, size, stride, pad, off int) (lo, hi int) {
 	hi = min(hi, out)
 	lo = min(lo, hi)
 	return lo, hi
-}
-
-// im2col fills col[CRS, cnt*PQ] from images n0..n0+cnt-1 of x; positions
-// in the padding are zero.
-func (b *Backend) im2col(col, x []float32, g convGeom, n0, cnt int) {
-	crs, pq := g.crs(), g.pq()
-	cols := cnt * pq
-	b.parallel(crs, 4, func(lo, hi int) {
-		for row := lo; row < hi; row++ {
-			c, tap := row/len(g.taps), g.taps[row%len(g.taps)]
-			r, s := tap/g.S, tap%g.S
-			qlo, qhi := validRange(g.Q, g.W, g.stride, g.pad, s)
-			plo, phi := validRange(g.P, g.H, g.stride, g.pad, r)
-			for n := range cnt {
-				dst := col[row*cols+n*pq : row*cols+(n+1)*pq]
-				src := x[((n0+n)*g.C+c)*g.H*g.W:]
-				clear(dst[:plo*g.Q])
-				clear(dst[phi*g.Q:])
-				for oh := plo; oh < phi; oh++ {
-					d := dst[oh*g.Q : (oh+1)*g.Q]
-					srow := src[(oh*g.stride-g.pad+r)*g.W:]
-					clear(d[:qlo])
-					clear(d[qhi:])
-					iw := qlo*g.stride - g.pad + s
-					if g.stride == 1 {
-						copy(d[qlo:qhi], srow[iw:iw+qhi-qlo])
-						continue
-					}
-					for ow := qlo; ow < qhi; ow++ {
-						d[ow] = srow[iw]
-						iw += g.stride
-					}
-				}
-			}
-		}
-	})
 }
 
 // col2im writes dx for images n0..n0+cnt-1 from dcol[CRS, cnt*PQ]. Each

@@ -8,12 +8,10 @@ package cpu
 // matter how many workers run or which worker runs which tile.
 
 const (
-	mr      = 6    // rows of a register tile
-	nr      = 16   // columns of a register tile
-	kcBlock = 256  // depth of one packed block (A panel + B panel fit L1/L2)
-	ncBlock = 3072 // columns of B packed at once (L3-sized)
-	mPanels = 12   // A panels per task (72 rows: an L2-sized A block)
-	nPanels = 8    // B panels per task
+	mr      = 6   // rows of a register tile
+	nr      = 16  // columns of a register tile
+	kcBlock = 256 // depth of one packed block: an A panel (6 KiB) stays in L1
+	nPanels = 8   // B panels per task: a 128 KiB strip that stays in L2
 )
 
 // matrix is a strided view: element (i,j) is data[i*ld+j], or data[j*ld+i]
@@ -24,9 +22,22 @@ type matrix struct {
 	t    bool
 }
 
+// operandA packs an mr-row panel of A: rows i0.., columns pc..pc+kc-1.
+type operandA interface {
+	packA(dst []float32, i0, pc, M, kc int)
+}
+
+// operandB packs an nr-column panel of B: rows pc..pc+kc-1, columns j0...
+type operandB interface {
+	packB(dst []float32, pc, j0, N, kc int)
+}
+
+func (m matrix) packA(dst []float32, i0, pc, M, kc int) { packPanelA(dst, m, i0, pc, M, kc) }
+func (m matrix) packB(dst []float32, pc, j0, N, kc int) { packPanelB(dst, m, pc, j0, N, kc) }
+
 // gemm computes C = A*B (accumulate false) or C += A*B, with A M x K,
 // B K x N and C M x N row-major with leading dimension ldc.
-func (b *Backend) gemm(M, N, K int, A, B matrix, C []float32, ldc int, accumulate bool) {
+func (b *Backend) gemm(M, N, K int, A operandA, B operandB, C []float32, ldc int, accumulate bool) {
 	if M == 0 || N == 0 {
 		return
 	}
@@ -38,50 +49,62 @@ func (b *Backend) gemm(M, N, K int, A, B matrix, C []float32, ldc int, accumulat
 		}
 		return
 	}
-	mp := (M + mr - 1) / mr
-	kcMax := min(K, kcBlock)
-	packA := b.scratch(slotPackA, mp*mr*kcMax)
-	npMax := (min(N, ncBlock) + nr - 1) / nr
-	packB := b.scratch(slotPackB, npMax*nr*kcMax)
+	mp, np := (M+mr-1)/mr, (N+nr-1)/nr
+	packA := b.packAllA(A, M, K, mp)
+	// Tasks are column strips of nPanels B panels, split further into row
+	// groups when there are few strips. A task packs its own B strip per
+	// k-block (into its worker's buffer) and runs all its tiles, so one
+	// barrier ends the GEMM and an idle worker just takes more tasks.
+	strips := (np + nPanels - 1) / nPanels
+	groups := max(1, min(mp, (4*b.workers+strips-1)/strips))
+	stripLen := nPanels * nr * min(K, kcBlock)
+	packB := b.scratch(slotPackB, b.workers*stripLen)
 	tiles := b.scratch(slotTiles, b.workers*mr*nr)
-	for pc := 0; pc < K; pc += kcBlock {
-		kc := min(kcBlock, K-pc)
-		b.parallel(mp, 1, func(lo, hi int) {
-			for p := lo; p < hi; p++ {
-				packPanelA(packA[p*mr*kc:(p+1)*mr*kc], A, p*mr, pc, M, kc)
+	b.tasks(strips*groups, func(w, t int) {
+		s, grp := t%strips, t/strips
+		j0 := s * nPanels * nr
+		panels := min(nPanels, np-s*nPanels)
+		ir0, ir1 := grp*mp/groups, (grp+1)*mp/groups
+		bp, tile := packB[w*stripLen:(w+1)*stripLen], tiles[w*mr*nr:(w+1)*mr*nr]
+		for pc := 0; pc < K; pc += kcBlock {
+			kc := min(kcBlock, K-pc)
+			for jr := range panels {
+				B.packB(bp[jr*nr*kc:(jr+1)*nr*kc], pc, j0+jr*nr, N, kc)
 			}
-		})
-		acc := accumulate || pc > 0
-		for jc := 0; jc < N; jc += ncBlock {
-			nc := min(ncBlock, N-jc)
-			np := (nc + nr - 1) / nr
-			b.parallel(np, 1, func(lo, hi int) {
-				for p := lo; p < hi; p++ {
-					packPanelB(packB[p*nr*kc:(p+1)*nr*kc], B, pc, jc+p*nr, N, kc)
-				}
-			})
-			tm := (mp + mPanels - 1) / mPanels
-			tn := (np + nPanels - 1) / nPanels
-			b.tasks(tm*tn, func(w, t int) {
-				ti, tj := t%tm, t/tm
-				tile := tiles[w*mr*nr : (w+1)*mr*nr]
-				for jr := tj * nPanels; jr < min(np, (tj+1)*nPanels); jr++ {
-					bp := packB[jr*nr*kc : (jr+1)*nr*kc]
-					j0 := jc + jr*nr
-					for ir := ti * mPanels; ir < min(mp, (ti+1)*mPanels); ir++ {
-						ap := packA[ir*mr*kc : (ir+1)*mr*kc]
-						i0 := ir * mr
-						if i0+mr <= M && j0+nr <= N {
-							microKernel(kc, ap, bp, C[i0*ldc+j0:], ldc, acc)
-							continue
-						}
-						microKernel(kc, ap, bp, tile, nr, false)
-						storeEdge(C, ldc, tile, i0, j0, min(mr, M-i0), min(nr, N-j0), acc)
+			acc := accumulate || pc > 0
+			blockA := packA[mp*mr*pc:]
+			for ir := ir0; ir < ir1; ir++ {
+				ap, i0 := blockA[ir*mr*kc:(ir+1)*mr*kc], ir*mr
+				for jr := range panels {
+					bpj, jj := bp[jr*nr*kc:(jr+1)*nr*kc], j0+jr*nr
+					if i0+mr <= M && jj+nr <= N {
+						microKernel(kc, ap, bpj, C[i0*ldc+jj:], ldc, acc)
+						continue
 					}
+					microKernel(kc, ap, bpj, tile, nr, false)
+					storeEdge(C, ldc, tile, i0, jj, min(mr, M-i0), min(nr, N-jj), acc)
 				}
-			})
+			}
 		}
-	}
+	})
+}
+
+// packAllA packs every k-block of A up front: block pc starts at
+// mp*mr*pc and holds mp panels of mr x kc.
+func (b *Backend) packAllA(A operandA, M, K, mp int) []float32 {
+	packA := b.scratch(slotPackA, mp*mr*K)
+	kb := (K + kcBlock - 1) / kcBlock
+	const group = 8 // panels per task
+	pg := (mp + group - 1) / group
+	b.tasks(kb*pg, func(_, t int) {
+		pc := t / pg * kcBlock
+		kc := min(kcBlock, K-pc)
+		blk := packA[mp*mr*pc:]
+		for p := t % pg * group; p < min(mp, (t%pg+1)*group); p++ {
+			A.packA(blk[p*mr*kc:(p+1)*mr*kc], p*mr, pc, M, kc)
+		}
+	})
+	return packA
 }
 
 // storeEdge writes the valid rows x cols part of a full tile into C with
@@ -115,6 +138,18 @@ func packPanelA(dst []float32, A matrix, i0, pc, M, kc int) {
 		}
 		return
 	}
+	if rows == mr {
+		// Six source rows at once: contiguous reads, sequential writes.
+		d := A.data[i0*A.ld+pc:]
+		ld := A.ld
+		r0, r1, r2 := d[:kc], d[ld:ld+kc], d[2*ld:2*ld+kc]
+		r3, r4, r5 := d[3*ld:3*ld+kc], d[4*ld:4*ld+kc], d[5*ld:5*ld+kc]
+		for p := range kc {
+			o := (*[mr]float32)(dst[p*mr:])
+			o[0], o[1], o[2], o[3], o[4], o[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
+		}
+		return
+	}
 	for i := range rows {
 		src := A.data[(i0+i)*A.ld+pc : (i0+i)*A.ld+pc+kc]
 		for p, v := range src {
@@ -133,6 +168,10 @@ func packPanelB(dst []float32, B matrix, pc, j0, N, kc int) {
 	if !B.t {
 		for p := range kc {
 			src := B.data[(pc+p)*B.ld+j0:]
+			if cols == nr { // an inline 64-byte move, not a memmove call
+				*(*[nr]float32)(dst[p*nr:]) = *(*[nr]float32)(src)
+				continue
+			}
 			copy(dst[p*nr:p*nr+cols], src[:cols])
 		}
 		return

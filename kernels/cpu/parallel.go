@@ -5,35 +5,23 @@ import (
 	"sync/atomic"
 )
 
-// parallel runs fn over [0,n) split into contiguous ranges, one per worker,
-// with at least grain indices per range. fn must treat every index
-// independently: callers never let results depend on the split.
+// parallel runs fn over [0,n) cut into contiguous chunks of at least
+// grain indices, handed out dynamically (a few chunks per worker, so a
+// worker whose thread is descheduled does not hold the others up). fn must
+// treat every index independently: results never depend on the split.
 func (b *Backend) parallel(n, grain int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
-	w := b.workers
-	if grain < 1 {
-		grain = 1
-	}
-	if m := (n + grain - 1) / grain; m < w {
-		w = m
-	}
-	if w <= 1 {
+	grain = max(grain, 1)
+	chunks := min((n+grain-1)/grain, 4*b.workers)
+	if chunks <= 1 || b.workers == 1 {
 		fn(0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	wg.Add(w - 1)
-	for i := 1; i < w; i++ {
-		lo, hi := i*n/w, (i+1)*n/w
-		go func() {
-			defer wg.Done()
-			fn(lo, hi)
-		}()
-	}
-	fn(0, n/w)
-	wg.Wait()
+	b.tasks(chunks, func(_, i int) {
+		fn(i*n/chunks, (i+1)*n/chunks)
+	})
 }
 
 // tasks runs fn(worker, i) for every i in [0,n), handing tasks out

@@ -1,0 +1,103 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+)
+
+// patches presents im2col of a chunk of images as a GEMM B operand without
+// building it: element (row, col) is xp[base[col] + off[row]], with xp the
+// zero-padded input, base[col] the corner of output pixel col's window and
+// off[row] the offset of (channel, live tap) row inside a window. Packing
+// a B panel is then a single gather, instead of an im2col pass plus a copy.
+type patches struct {
+	xp        []float32
+	base, off []int32
+}
+
+// patchesT is the transposed operand im2col^T (rows are output pixels).
+type patchesT patches
+
+// makePatches builds the padded input of images n0..n0+cnt-1 and the index
+// tables. With no padding the input itself is used.
+func (b *Backend) makePatches(x []float32, g convGeom, n0, cnt int) patches {
+	hp, wp := g.H+2*g.pad, g.W+2*g.pad
+	plane := hp * wp
+	if int64(cnt)*int64(g.C)*int64(plane) > math.MaxInt32 {
+		panic(fmt.Sprintf("cpu: conv chunk of %d images x %d channels x %dx%d exceeds int32 indexing", cnt, g.C, hp, wp))
+	}
+	var xp []float32
+	if g.pad == 0 {
+		xp = x[n0*g.C*plane : (n0+cnt)*g.C*plane]
+	} else {
+		xp = b.scratch(slotXP, cnt*g.C*plane)
+		b.padImages(xp, x[n0*g.C*g.H*g.W:], g, cnt)
+	}
+	base := b.scratchIdx(slotBase, cnt*g.pq())
+	for n := range cnt {
+		for oh := range g.P {
+			row := base[(n*g.P+oh)*g.Q : (n*g.P+oh+1)*g.Q]
+			o := n*g.C*plane + oh*g.stride*wp
+			for ow := range row {
+				row[ow] = int32(o + ow*g.stride)
+			}
+		}
+	}
+	off := b.scratchIdx(slotOff, g.crs())
+	for c := range g.C {
+		for t, tap := range g.taps {
+			off[c*len(g.taps)+t] = int32(c*plane + tap/g.S*wp + tap%g.S)
+		}
+	}
+	return patches{xp: xp, base: base, off: off}
+}
+
+// padImages copies cnt images into xp with a zero border of g.pad.
+func (b *Backend) padImages(xp, x []float32, g convGeom, cnt int) {
+	hp, wp, pad := g.H+2*g.pad, g.W+2*g.pad, g.pad
+	b.parallel(cnt*g.C, 8, func(lo, hi int) {
+		for pl := lo; pl < hi; pl++ {
+			dst, src := xp[pl*hp*wp:(pl+1)*hp*wp], x[pl*g.H*g.W:(pl+1)*g.H*g.W]
+			clear(dst[:pad*wp])
+			clear(dst[(pad+g.H)*wp:])
+			for h := range g.H {
+				row := dst[(h+pad)*wp : (h+pad+1)*wp]
+				clear(row[:pad])
+				clear(row[pad+g.W:])
+				copyShort(row[pad:pad+g.W], src[h*g.W:(h+1)*g.W])
+			}
+		}
+	})
+}
+
+// packB gathers rows pc..pc+kc-1 (channel, tap) and columns j0..j0+nr-1
+// (pixels) of im2col into a zero-padded panel.
+func (s patches) packB(dst []float32, pc, j0, N, kc int) {
+	cols := min(nr, N-j0)
+	if cols < nr {
+		clear(dst)
+	}
+	base, xp := s.base[j0:j0+cols], s.xp
+	for p, o := range s.off[pc : pc+kc] {
+		d := dst[p*nr : p*nr+cols]
+		for j, bs := range base {
+			d[j] = xp[bs+o]
+		}
+	}
+}
+
+// packB gathers rows pc..pc+kc-1 (pixels) and columns j0..j0+nr-1
+// (channel, tap) of im2col^T into a zero-padded panel.
+func (s patchesT) packB(dst []float32, pc, j0, N, kc int) {
+	cols := min(nr, N-j0)
+	if cols < nr {
+		clear(dst)
+	}
+	off, xp := s.off[j0:j0+cols], s.xp
+	for p, bs := range s.base[pc : pc+kc] {
+		d := dst[p*nr : p*nr+cols]
+		for j, o := range off {
+			d[j] = xp[bs+o]
+		}
+	}
+}
