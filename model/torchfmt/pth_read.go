@@ -176,6 +176,7 @@ func (a *pthArchive) stateDict(obj any) ([]Tensor, error) {
 		return nil, fmt.Errorf("pth: the pickled object is a %s, want a state dict (dict of str -> tensor)", typeName(obj))
 	}
 	ts := make([]Tensor, 0, len(d.keys))
+	budget := 16*a.size + 1<<16
 	for i, k := range d.keys {
 		name, ok := k.(string)
 		if !ok {
@@ -189,7 +190,7 @@ func (a *pthArchive) stateDict(obj any) ([]Tensor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w (for tensor %q)", err, name)
 		}
-		t, err := materialize(name, v, raw)
+		t, err := materialize(name, v, raw, &budget)
 		if err != nil {
 			return nil, fmt.Errorf("pth: %w", err)
 		}

@@ -64,13 +64,10 @@ func intTuple(v any, what string) ([]int64, error) {
 	return out, nil
 }
 
-// maxBroadcast is how many elements a view may hold beyond its storage's size
-// (stride-0 expanded tensors): enough for real use, small enough that a crafted
-// file cannot make us allocate gigabytes from a one-element storage.
-const maxBroadcast = 1 << 24
-
-// materialize copies a view out of its storage's raw little-endian bytes.
-func materialize(name string, v *pyTensor, raw []byte) (Tensor, error) {
+// materialize copies a view out of its storage's raw little-endian bytes. The
+// element budget stops a small crafted file (many views of one storage, or stride-0
+// expansions) from making us allocate far more than the file holds.
+func materialize(name string, v *pyTensor, raw []byte, budget *int64) (Tensor, error) {
 	st := v.storage
 	shape := make([]int, len(v.size))
 	for i, d := range v.size {
@@ -83,9 +80,11 @@ func materialize(name string, v *pyTensor, raw []byte) (Tensor, error) {
 	if err != nil {
 		return Tensor{}, fmt.Errorf("tensor %q: %v", name, err)
 	}
-	if int64(n) > st.numel && n > maxBroadcast {
-		return Tensor{}, fmt.Errorf("tensor %q: %d elements from a storage of %d is more than the %d allowed for broadcast views", name, n, st.numel, maxBroadcast)
+	if int64(n) > *budget {
+		return Tensor{}, fmt.Errorf("tensor %q: %d elements exceed what is left (%d) of the element budget for this file; "+
+			"views of shared or expanded storages may hold at most 16 elements per file byte", name, n, *budget)
 	}
+	*budget -= int64(n)
 	if n == 0 {
 		return newTensor(name, st.dtype, shape, 0), nil
 	}
