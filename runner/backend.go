@@ -1,0 +1,69 @@
+package runner
+
+import (
+	"fmt"
+	"runtime"
+
+	"resnetlab/kernels"
+	"resnetlab/kernels/cpu"
+	"resnetlab/kernels/cuda"
+)
+
+// backendPlan says where each rank of a run computes.
+type backendPlan struct {
+	kind    string // "cpu" or "cuda"
+	devices []int  // CUDA ordinal per rank
+	notice  string // one line for the log, e.g. why the CPU is used
+}
+
+// planBackends resolves the spec's device setting for ranks ranks.
+// "auto" uses every local GPU and falls back to the CPU with a notice.
+func planBackends(device string, ranks int, share bool) (backendPlan, error) {
+	if device == "cpu" {
+		return cpuPlan(ranks, ""), nil
+	}
+	if err := cuda.Available(); err != nil {
+		if device == "cuda" {
+			return backendPlan{}, fmt.Errorf("device = \"cuda\" but no GPU can be used: %v", err)
+		}
+		return cpuPlan(ranks, fmt.Sprintf("no CUDA GPU (%v): training on the CPU backend", err)), nil
+	}
+	n := cuda.DeviceCount()
+	if ranks > n && !share {
+		return backendPlan{}, fmt.Errorf("the run needs %d GPUs but %d found (set share_devices = true to let ranks share GPUs)", ranks, n)
+	}
+	p := backendPlan{kind: "cuda"}
+	for r := 0; r < ranks; r++ {
+		p.devices = append(p.devices, r%n)
+	}
+	if ranks > n {
+		p.notice = fmt.Sprintf("%d ranks share %d GPU(s)", ranks, n)
+	}
+	return p, nil
+}
+
+func cpuPlan(ranks int, notice string) backendPlan {
+	if ranks > 1 {
+		if notice != "" {
+			notice += "; "
+		}
+		notice += fmt.Sprintf("%d CPU ranks share %d cores", ranks, runtime.GOMAXPROCS(0))
+	}
+	return backendPlan{kind: "cpu", notice: notice}
+}
+
+// open creates rank r's backend. CPU ranks split the cores between them
+// (results do not depend on the worker count).
+func (p backendPlan) open(r, ranks int) (kernels.Backend, error) {
+	if p.kind == "cpu" {
+		return cpu.New(cpu.WithWorkers(max(1, runtime.GOMAXPROCS(0)/ranks))), nil
+	}
+	return cuda.New(p.devices[r])
+}
+
+// closeBackend releases a device backend's context.
+func closeBackend(be kernels.Backend) {
+	if c, ok := be.(interface{ Close() }); ok {
+		c.Close()
+	}
+}

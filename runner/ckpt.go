@@ -1,0 +1,203 @@
+package runner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"resnetlab/model"
+	"resnetlab/parallel"
+)
+
+// Checkpoint contents. model_E.pth holds the full model (torchvision keys,
+// fp32 master weights, BN buffers, num_batches_tracked as i64);
+// optimizer_E.pth holds Adam's moments per parameter ("state.I.exp_avg",
+// "state.I.exp_avg_sq", I the parameter's index in state-dict order), the
+// step count and the loss scaler; lr_scheduler_E.pth holds MultiStepLR's
+// settings and last_epoch. Metadata records where in training the
+// checkpoint was taken: "epoch" (the E of the file names) and "step", the
+// steps done within that epoch (equal to "steps_per_epoch" at an epoch's
+// end; less for a checkpoint taken mid-epoch with the c key or Ctrl-C).
+
+// ckptMeta is the metadata every file of a checkpoint carries.
+type ckptMeta struct {
+	Epoch, Step, StepsPerEpoch int
+	Plugin, Precision          string
+	World, Width, InChannels   int
+	Classes                    int
+	Dataset                    string
+	SynTest, SynSeed           int // the synthetic set, so eval can rebuild it
+}
+
+func (m ckptMeta) toMap() map[string]any {
+	return map[string]any{
+		"epoch": m.Epoch, "step": m.Step, "steps_per_epoch": m.StepsPerEpoch,
+		"plugin": m.Plugin, "precision": m.Precision, "world_size": m.World,
+		"width": m.Width, "in_channels": m.InChannels, "num_classes": m.Classes,
+		"dataset": m.Dataset, "format": "resnetlab checkpoint",
+		"synthetic_test": m.SynTest, "synthetic_seed": m.SynSeed,
+	}
+}
+
+// modelEntries converts a state dict to checkpoint tensors.
+func modelEntries(sd []model.NamedTensor) []TensorEntry {
+	out := make([]TensorEntry, len(sd))
+	for i, nt := range sd {
+		out[i] = TensorEntry{Name: nt.Name, Shape: nt.Shape, DType: DTypeF32, F32: nt.Data}
+		if nt.Int64 != nil {
+			out[i].DType, out[i].F32, out[i].I64 = DTypeI64, nil, nt.Int64
+		}
+	}
+	return out
+}
+
+// stateDictOf converts model checkpoint tensors back to a state dict.
+func stateDictOf(ts []TensorEntry) []model.NamedTensor {
+	out := make([]model.NamedTensor, len(ts))
+	for i, t := range ts {
+		out[i] = model.NamedTensor{Name: t.Name, Shape: t.Shape, Data: t.F32, Int64: t.I64}
+	}
+	return out
+}
+
+func optimizerEntries(st *parallel.State) []TensorEntry {
+	ts := []TensorEntry{{Name: "step", DType: DTypeI64, Shape: []int{}, I64: []int64{int64(st.Step)}}}
+	for i := range st.ExpAvg {
+		n := len(st.ExpAvg[i])
+		ts = append(ts,
+			TensorEntry{Name: fmt.Sprintf("state.%d.exp_avg", i), DType: DTypeF32, Shape: []int{n}, F32: st.ExpAvg[i]},
+			TensorEntry{Name: fmt.Sprintf("state.%d.exp_avg_sq", i), DType: DTypeF32, Shape: []int{n}, F32: st.ExpAvgSq[i]})
+	}
+	return ts
+}
+
+// saveCheckpoint writes the three files of st; it returns their paths.
+func saveCheckpoint(dir string, st *parallel.State, meta ckptMeta, sched model.MultiStepLR) ([]string, error) {
+	mp, op, sp := CheckpointPaths(dir, meta.Epoch)
+	om := meta.toMap()
+	if st.Scaler != nil {
+		om["loss_scale"] = st.Scaler.Scale
+		om["scaler_good_steps"] = st.Scaler.GoodSteps
+		om["scaler_overflows"] = st.Scaler.Overflows
+		om["scaler_skipped"] = st.Scaler.SkipCount
+	}
+	sm := meta.toMap()
+	sm["base_lr"] = sched.Base
+	sm["milestones"] = sched.Milestones
+	sm["gamma"] = sched.Gamma
+	sm["last_epoch"] = meta.Epoch
+	// Model last: a reader that finds model_E.pth finds the other two.
+	if err := WriteCheckpointFile(op, "optimizer", om, optimizerEntries(st)); err != nil {
+		return nil, err
+	}
+	if err := WriteCheckpointFile(sp, "lr_scheduler", sm, nil); err != nil {
+		return nil, err
+	}
+	if err := WriteCheckpointFile(mp, "model", meta.toMap(), modelEntries(st.Model)); err != nil {
+		return nil, err
+	}
+	return []string{mp, op, sp}, nil
+}
+
+// loadedCheckpoint is a checkpoint read back from disk.
+type loadedCheckpoint struct {
+	state *parallel.State
+	epoch int
+	step  int // steps done within epoch (== steps per epoch when complete)
+	spe   int
+}
+
+// loadCheckpoint reads epoch's three files from dir and checks they fit
+// the run (same model shape; any world size or plugin may resume).
+func loadCheckpoint(dir string, epoch int) (*loadedCheckpoint, error) {
+	mp, op, sp := CheckpointPaths(dir, epoch)
+	if _, err := os.Stat(mp); err != nil {
+		have, _ := ListCheckpoints(dir)
+		return nil, fmt.Errorf("resume %d: no checkpoint %s (epochs saved in %s: %v)", epoch, mp, dir, have)
+	}
+	meta, mts, err := ReadCheckpointFile(mp, "model")
+	if err != nil {
+		return nil, err
+	}
+	om, ots, err := ReadCheckpointFile(op, "optimizer")
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := ReadCheckpointFile(sp, "lr_scheduler"); err != nil {
+		return nil, err
+	}
+	lc := &loadedCheckpoint{epoch: epoch, state: &parallel.State{Model: stateDictOf(mts)}}
+	if lc.step, err = MetaInt(meta, "step"); err != nil {
+		return nil, fmt.Errorf("%s: %w", mp, err)
+	}
+	if lc.spe, err = MetaInt(meta, "steps_per_epoch"); err != nil {
+		return nil, fmt.Errorf("%s: %w", mp, err)
+	}
+	if err := readOptimizer(op, om, ots, lc.state); err != nil {
+		return nil, err
+	}
+	return lc, nil
+}
+
+func readOptimizer(path string, meta map[string]any, ts []TensorEntry, st *parallel.State) error {
+	byName := map[string]*TensorEntry{}
+	for i := range ts {
+		byName[ts[i].Name] = &ts[i]
+	}
+	step, ok := byName["step"]
+	if !ok || len(step.I64) != 1 {
+		return fmt.Errorf("%s: no i64 scalar \"step\"", path)
+	}
+	st.Step = int(step.I64[0])
+	for i := 0; ; i++ {
+		m, okm := byName[fmt.Sprintf("state.%d.exp_avg", i)]
+		v, okv := byName[fmt.Sprintf("state.%d.exp_avg_sq", i)]
+		if !okm || !okv {
+			break
+		}
+		st.ExpAvg = append(st.ExpAvg, m.F32)
+		st.ExpAvgSq = append(st.ExpAvgSq, v.F32)
+	}
+	if scale, ok := meta["loss_scale"].(float64); ok {
+		good, _ := MetaInt(meta, "scaler_good_steps")
+		over, _ := MetaInt(meta, "scaler_overflows")
+		skipped, _ := MetaInt(meta, "scaler_skipped")
+		st.Scaler = &parallel.LossScaler{Scale: scale, GoodSteps: good, Overflows: over, SkipCount: skipped}
+	}
+	return nil
+}
+
+// fileSHA256 is the hex digest of a file.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// modelDigest is the SHA-256 of the model file a checkpoint of st would
+// have, for runs that keep no checkpoints.
+func modelDigest(st *parallel.State, meta ckptMeta) (string, error) {
+	dir, err := os.MkdirTemp("", "resnetlab-digest-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	path, _, _ := CheckpointPaths(dir, meta.Epoch)
+	if err := WriteCheckpointFile(path, "model", meta.toMap(), modelEntries(st.Model)); err != nil {
+		return "", err
+	}
+	return fileSHA256(path)
+}
+
+// noCheckpoints reports whether a run keeps no checkpoint directory.
+func noCheckpoints(dir string) bool { return strings.TrimSpace(dir) == "" }

@@ -1,0 +1,128 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// loop trains from the current position to the last epoch.
+func (j *job) loop(ctx context.Context) error {
+	spe := j.info.StepsPerEpoch
+	for j.epoch < j.spec.Epochs {
+		lr := float32(j.sched.LR(j.epoch))
+		for j.step < spe {
+			if err := j.control(ctx); err != nil {
+				return err
+			}
+			if j.step >= spe { // a resume moved the position
+				break
+			}
+			t0 := time.Now()
+			if err := j.trainStep(lr); err != nil {
+				return err
+			}
+			dt := time.Since(t0)
+			j.afterStep(dt, lr)
+		}
+		if j.step < spe {
+			continue
+		}
+		if err := j.endEpoch(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// afterStep records and publishes one step.
+func (j *job) afterStep(dt time.Duration, lr float32) {
+	st := j.ranks[0].stats
+	j.step++
+	j.epochSteps++
+	j.epochLoss += float64(st.Loss)
+	j.epochTime += dt
+	images := j.spec.BatchSize * j.cell.GPUs
+	j.emit(StepDone{Run: j.info.ID, Epoch: j.epoch + 1, Step: j.step, Steps: j.info.StepsPerEpoch,
+		Loss: float64(st.Loss), LossScale: st.LossScale, Skipped: st.Skipped, StepTime: dt,
+		ImagesPerSec: float64(images) / dt.Seconds()})
+}
+
+// endEpoch evaluates, records, publishes and checkpoints a finished epoch.
+func (j *job) endEpoch() error {
+	e := j.epoch + 1
+	acc, perClass, err := j.evaluate()
+	if err != nil {
+		return err
+	}
+	er := EpochResult{Epoch: e, TestAcc: acc, Seconds: j.epochTime.Seconds()}
+	if j.epochSteps > 0 {
+		er.Loss = j.epochLoss / float64(j.epochSteps)
+	}
+	r := j.result
+	r.EpochResults = append(r.EpochResults, er)
+	r.FinalTestAcc, r.PerClassAcc = acc, perClass
+	r.BestTestAcc = max(r.BestTestAcc, acc)
+	r.TrainSeconds += er.Seconds
+	j.trainImages += j.epochSteps * j.spec.BatchSize * j.cell.GPUs
+	j.emit(EpochDone{Run: j.info.ID, Epoch: e, Loss: er.Loss, TestAcc: acc, Seconds: er.Seconds, LR: j.sched.LR(j.epoch)})
+	j.publishMemory()
+	j.epoch, j.step = e, 0
+	j.epochLoss, j.epochSteps, j.epochTime = 0, 0, 0
+	iv := j.spec.Interval
+	if iv > 0 && (e%iv == 0 || e == j.spec.Epochs) {
+		return j.checkpoint()
+	}
+	return nil
+}
+
+// evaluate scores rank 0's model on the test set (batch 128, eval mode).
+// Every rank holds the same weights and running statistics.
+func (j *job) evaluate() (acc float64, perClass []float64, err error) {
+	err = j.pool.do(func(r int) error {
+		if r != 0 {
+			return nil
+		}
+		rs := j.ranks[0]
+		acc, perClass = evaluateModel(rs.eng.Model(), rs.be, j.test, j.precision)
+		return nil
+	})
+	return acc, perClass, err
+}
+
+// publishMemory sends every rank's memory accounting.
+func (j *job) publishMemory() {
+	r := j.result
+	for i, rs := range j.ranks {
+		ms := rs.be.MemStats()
+		ev := MemoryUsage{Run: j.info.ID, Rank: i, DevicePeak: ms.TotalPeak, Capacity: ms.Capacity}
+		copy(ev.Device[:], ms.InUse[:])
+		j.emit(ev)
+		r.PeakDeviceBytes[i] = max(r.PeakDeviceBytes[i], ms.TotalPeak)
+	}
+}
+
+// finish fills the result's summary and applies target_acc.
+func (j *job) finish(runErr error) error {
+	r := j.result
+	if r.TrainSeconds > 0 {
+		r.ImagesPerSecond = float64(j.trainImages) / r.TrainSeconds
+	}
+	switch {
+	case errors.Is(runErr, errStopped):
+		r.Status = "stopped"
+		return nil
+	case runErr != nil:
+		r.Status, r.Error = "failed", runErr.Error()
+		return runErr
+	}
+	r.Status = "done"
+	if t := j.spec.TargetAcc; t > 0 && r.FinalTestAcc < t {
+		err := fmt.Errorf("final test accuracy %.2f%% is below target_acc %.2f%% (%s)",
+			100*r.FinalTestAcc, 100*t, j.spec.File)
+		r.Status, r.Error = "failed", err.Error()
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package runner
+
+import (
+	"resnetlab/data"
+	"resnetlab/kernels"
+	"resnetlab/model"
+)
+
+// EvalBatch is the reference's test batch size.
+const EvalBatch = 128
+
+// evaluateModel runs m in eval mode over the whole test set (in order,
+// last partial batch included) and returns the accuracy and the accuracy
+// of each class.
+func evaluateModel(m *model.ResNet, be kernels.Backend, test *data.Dataset, dt kernels.DType) (float64, []float64) {
+	classes := len(test.Classes)
+	loader := data.NewLoader(test, EvalBatch, false, false, false, 0, 0, 1)
+	xh := make([]float32, EvalBatch*test.ImageLen())
+	yh := make([]float32, EvalBatch)
+	logits := make([]float32, EvalBatch*classes)
+	correct, total := make([]int, classes), make([]int, classes)
+	var x *kernels.Tensor
+	defer func() {
+		if x != nil {
+			be.Free(x)
+		}
+	}()
+	for s := 0; s < loader.Steps(0); s++ {
+		n := loader.Batch(0, s, xh, yh)
+		if x == nil || x.Shape[0] != n {
+			if x != nil {
+				be.Free(x)
+			}
+			x = be.New(kernels.CatData, dt, n, test.C, data.Side, data.Side)
+		}
+		be.Upload(x, xh[:n*test.ImageLen()])
+		out := m.Forward(x, false)
+		be.Download(out, logits[:n*classes])
+		for i := 0; i < n; i++ {
+			label := int(yh[i])
+			total[label]++
+			if argmax(logits[i*classes:(i+1)*classes]) == label {
+				correct[label]++
+			}
+		}
+	}
+	all, right := 0, 0
+	per := make([]float64, classes)
+	for c := range per {
+		all += total[c]
+		right += correct[c]
+		if total[c] > 0 {
+			per[c] = float64(correct[c]) / float64(total[c])
+		}
+	}
+	if all == 0 {
+		return 0, per
+	}
+	return float64(right) / float64(all), per
+}
+
+// argmax is the index of the largest value (first on ties, as torch.max).
+func argmax(v []float32) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}

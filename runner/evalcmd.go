@@ -1,0 +1,90 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	"resnetlab/data"
+	"resnetlab/kernels"
+	"resnetlab/model"
+)
+
+// Eval measures the test accuracy of a saved model: overall and per class.
+// The model's shape (width, input channels, classes) and data set come
+// from the checkpoint's metadata unless opts override them.
+func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float64, err error) {
+	if opts.Epoch < 1 {
+		return 0, nil, fmt.Errorf("eval: epoch %d, want >= 1", opts.Epoch)
+	}
+	path, _, _ := CheckpointPaths(opts.CheckpointDir, opts.Epoch)
+	meta, ts, err := ReadCheckpointFile(path, "model")
+	if err != nil {
+		return 0, nil, err
+	}
+	cfg, dataset, err := evalModelConfig(path, meta, opts)
+	if err != nil {
+		return 0, nil, err
+	}
+	s := opts.Spec
+	if s == nil {
+		s = defaultSpec(path, func(string) string { return "" })
+		s.Dataset, s.InChannels = dataset, cfg.InChannels
+		s.DataDir = data.Root()
+		if v, err := MetaInt(meta, "synthetic_test"); err == nil {
+			s.Synthetic.Test = v
+		}
+		if v, err := MetaInt(meta, "synthetic_seed"); err == nil {
+			s.Synthetic.Seed = int64(v)
+		}
+	}
+	if opts.DataDir != "" {
+		s.DataDir = opts.DataDir
+	}
+	s.Dataset = dataset
+	_, test, err := loadData(s)
+	if err != nil {
+		return 0, nil, err
+	}
+	device := opts.Device
+	if device == "" {
+		device = "auto"
+	}
+	plan, err := planBackends(device, 1, true)
+	if err != nil {
+		return 0, nil, err
+	}
+	be, err := plan.open(0, 1)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer closeBackend(be)
+	m := model.NewResNet18(be, cfg)
+	defer m.Free()
+	if err := m.LoadStateDict(stateDictOf(ts)); err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	acc, perClass = evaluateModel(m, be, test, kernels.F32)
+	return acc, perClass, ctx.Err()
+}
+
+// evalModelConfig reads the model's shape from checkpoint metadata.
+func evalModelConfig(path string, meta map[string]any, opts EvalOptions) (model.Config, string, error) {
+	cfg := model.Config{DType: kernels.F32}
+	var err error
+	for key, dst := range map[string]*int{"width": &cfg.Width, "in_channels": &cfg.InChannels, "num_classes": &cfg.NumClasses} {
+		if *dst, err = MetaInt(meta, key); err != nil {
+			return cfg, "", fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if opts.Spec != nil && opts.Spec.Width != cfg.Width {
+		return cfg, "", fmt.Errorf("%s: the model has width %d, the spec says %d", path, cfg.Width, opts.Spec.Width)
+	}
+	dataset := opts.Dataset
+	if dataset == "" {
+		dataset, _ = MetaString(meta, "dataset")
+	}
+	if dataset == "" {
+		dataset = "cifar10"
+	}
+	return cfg, dataset, nil
+}

@@ -1,0 +1,79 @@
+package runner
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// rankPool runs one goroutine per rank, each locked to its OS thread (a
+// CUDA context is current per thread), and lets the run's driver hand all
+// ranks the same piece of work at a step boundary. Commands (pause,
+// checkpoint) are handled by the driver between pieces of work, so every
+// rank sees them at the same step.
+type rankPool struct {
+	work  []chan func() error
+	res   chan rankErr
+	abort func(error) // unblocks collectives when a rank fails
+	wg    sync.WaitGroup
+}
+
+type rankErr struct {
+	rank int
+	err  error
+}
+
+func startRanks(n int, abort func(error)) *rankPool {
+	p := &rankPool{res: make(chan rankErr, n), abort: abort}
+	for r := 0; r < n; r++ {
+		ch := make(chan func() error)
+		p.work = append(p.work, ch)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for f := range ch {
+				p.res <- rankErr{r, safely(f)}
+			}
+		}()
+	}
+	return p
+}
+
+// safely turns a panic of one rank into an error, so the others are
+// aborted instead of left waiting in a collective.
+func safely(f func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return f()
+}
+
+// do runs f(rank) on every rank at once and waits for all of them. The
+// first error (with its rank) is returned after aborting the group.
+func (p *rankPool) do(f func(rank int) error) error {
+	for r, ch := range p.work {
+		ch <- func() error { return f(r) }
+	}
+	var first error
+	for range p.work {
+		re := <-p.res
+		if re.err != nil && first == nil {
+			first = fmt.Errorf("rank %d: %w", re.rank, re.err)
+			if p.abort != nil {
+				p.abort(first)
+			}
+		}
+	}
+	return first
+}
+
+func (p *rankPool) close() {
+	for _, ch := range p.work {
+		close(ch)
+	}
+	p.wg.Wait()
+}

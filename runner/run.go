@@ -1,0 +1,141 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"resnetlab/data"
+	"resnetlab/kernels"
+	"resnetlab/model"
+)
+
+// RunSpec runs every cell of spec, publishing events and obeying cmds. It
+// returns when every run has finished; it does not close events (the caller
+// does, after RunSpec returns). It writes each run's result with
+// WriteResult. The error is non-nil when a run failed (including a missed
+// target_acc) or the spec could not start.
+func RunSpec(ctx context.Context, spec *Spec, opts RunOptions, events chan<- Event, cmds <-chan Command) error {
+	s, cells, rejected, err := opts.Apply(spec)
+	if err != nil {
+		return err
+	}
+	send := func(e Event) {
+		if events != nil {
+			events <- e
+		}
+	}
+	for _, r := range rejected {
+		send(Log{Level: "warn", Text: r.String()})
+	}
+	if s.Concurrent && len(cells) > 1 {
+		send(Log{Level: "warn", Text: "concurrent = true: runs still execute one after another in this version"})
+	}
+	train, test, err := loadData(s)
+	if err != nil {
+		return err
+	}
+	infos := make([]RunInfo, len(cells))
+	for i, c := range cells {
+		infos[i] = runInfo(s, c, train)
+		send(RunQueued{Info: infos[i]})
+	}
+	var errs []error
+	for i, c := range cells {
+		if ctx.Err() != nil {
+			errs = append(errs, fmt.Errorf("%s: not started: %w", c.ID, context.Cause(ctx)))
+			continue
+		}
+		if err := runCell(ctx, s, c, infos[i], train, test, events, cmds); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loadData reads the spec's data set.
+func loadData(s *Spec) (train, test *data.Dataset, err error) {
+	return data.Load(s.Dataset, s.DataDir, data.Channels(s.InChannels),
+		data.SyntheticSize(s.Synthetic.Train, s.Synthetic.Test), data.Seed(uint64(s.Synthetic.Seed)))
+}
+
+func runInfo(s *Spec, c Cell, train *data.Dataset) RunInfo {
+	return RunInfo{ID: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision, Ranks: c.GPUs,
+		Dataset: s.Dataset, Epochs: s.Epochs, CheckpointDir: c.CheckpointDir,
+		StepsPerEpoch: train.N / c.GPUs / s.BatchSize}
+}
+
+// runCell trains one cell and writes its result.
+func runCell(ctx context.Context, s *Spec, c Cell, info RunInfo, train, test *data.Dataset,
+	events chan<- Event, cmds <-chan Command) error {
+	j := &job{spec: s, cell: c, info: info, events: events, cmds: cmds, train: train, test: test}
+	j.result = &Result{Run: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision,
+		WorldSize: c.GPUs, Dataset: s.Dataset, Width: s.Width, BatchSize: s.BatchSize, Epochs: s.Epochs,
+		PeakDeviceBytes: make([]int64, c.GPUs), PeakHostBytes: make([]int64, c.GPUs)}
+	err := j.run(ctx)
+	ferr := j.finish(err)
+	if werr := WriteResult(s.ResultsDir, j.result); werr != nil {
+		ferr = errors.Join(ferr, werr)
+	}
+	j.emit(RunFinished{Run: c.ID, Result: j.result, Err: ferr})
+	return ferr
+}
+
+// run sets the job up and trains it.
+func (j *job) run(ctx context.Context) error {
+	var err error
+	if j.precision, err = kernels.ParseDType(j.cell.Precision); err != nil {
+		return err
+	}
+	if j.info.StepsPerEpoch < 1 {
+		return fmt.Errorf("%s: %d training images cannot fill one batch of %d on each of %d ranks",
+			j.spec.File, j.train.N, j.spec.BatchSize, j.cell.GPUs)
+	}
+	if j.plan, err = planBackends(j.spec.Device, j.cell.GPUs, j.spec.ShareDevices); err != nil {
+		return err
+	}
+	if j.plan.notice != "" {
+		j.logf("warn", "%s", j.plan.notice)
+	}
+	j.sched = model.MultiStepLR{Base: j.spec.ScaledLR(j.cell.GPUs), Milestones: j.spec.Milestones, Gamma: j.spec.Gamma}
+	defer j.close()
+	if err := j.setup(); err != nil {
+		return err
+	}
+	j.info.Backend = j.plan.kind
+	for _, rs := range j.ranks {
+		j.info.Devices = append(j.info.Devices, rs.be.Device())
+	}
+	j.result.Backend, j.result.Devices = j.info.Backend, j.info.Devices
+	if j.spec.Resume > 0 {
+		if err := j.resume(j.spec.Resume); err != nil {
+			return err
+		}
+	}
+	j.emit(RunStarted{Info: j.info, StartEpoch: j.spec.Resume})
+	if err := j.loop(ctx); err != nil {
+		return err
+	}
+	return j.digest()
+}
+
+// digest records the SHA-256 of the final model file (written now into a
+// scratch directory when the run keeps no checkpoint of its last epoch).
+func (j *job) digest() error {
+	meta := j.meta(j.spec.Epochs, j.info.StepsPerEpoch)
+	if !noCheckpoints(j.cell.CheckpointDir) && j.spec.Interval > 0 { // endEpoch saved the last epoch
+		path, _, _ := CheckpointPaths(j.cell.CheckpointDir, j.spec.Epochs)
+		if _, err := os.Stat(path); err == nil {
+			sum, err := fileSHA256(path)
+			j.result.ModelSHA256 = sum
+			return err
+		}
+	}
+	st, err := j.gatherState()
+	if err != nil {
+		return err
+	}
+	j.result.ModelSHA256, err = modelDigest(st, meta)
+	return err
+}

@@ -1,0 +1,309 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"resnetlab/data"
+	"resnetlab/kernels"
+	"resnetlab/model"
+	"resnetlab/parallel"
+)
+
+// job trains one cell of a spec's grid: a driver goroutine (this one) and
+// one goroutine per rank. The driver hands every rank the same step,
+// publishes events, and serves commands between steps.
+type job struct {
+	spec        *Spec
+	cell        Cell
+	info        RunInfo
+	events      chan<- Event
+	cmds        <-chan Command
+	train, test *data.Dataset
+	plan        backendPlan
+	precision   kernels.DType
+	sched       model.MultiStepLR
+	ranks       []*rankState
+	pool        *rankPool
+	group       *parallel.Group
+
+	epoch, step int // position: 0-based epoch index, steps done in it
+	epochLoss   float64
+	epochSteps  int
+	epochTime   time.Duration
+	result      *Result
+	trainImages int
+}
+
+// rankState is what one rank owns.
+type rankState struct {
+	be     kernels.Backend
+	eng    *parallel.Engine
+	loader *data.Loader
+	xh, yh []float32
+	x, y   *kernels.Tensor
+	stats  parallel.StepStats
+}
+
+// errStopped ends a run that a Stop command or Ctrl-C interrupted.
+var errStopped = errors.New("stopped")
+
+func (j *job) emit(e Event) {
+	if j.events != nil {
+		j.events <- e
+	}
+}
+
+func (j *job) logf(level, format string, args ...any) {
+	j.emit(Log{Run: j.info.ID, Time: time.Now(), Level: level, Text: fmt.Sprintf(format, args...)})
+}
+
+// setup opens every rank's backend and builds its model and engine.
+func (j *job) setup() error {
+	n := j.cell.GPUs
+	j.group = parallel.NewGroup(n)
+	j.pool = startRanks(n, j.group.Abort)
+	j.ranks = make([]*rankState, n)
+	engCfg, err := j.engineConfig()
+	if err != nil {
+		return err
+	}
+	return j.pool.do(func(r int) error {
+		be, err := j.plan.open(r, n)
+		if err != nil {
+			return err
+		}
+		rs := &rankState{be: be}
+		j.ranks[r] = rs
+		m := model.NewResNet18(be, model.Config{Width: j.spec.Width, InChannels: j.train.C,
+			NumClasses: len(j.train.Classes), DType: j.precision, Seed: uint64(j.spec.Seed)})
+		rs.eng, err = parallel.NewEngine(be, j.comm(r, be), m, engCfg)
+		if err != nil {
+			return err
+		}
+		b := j.spec.BatchSize
+		rs.loader = data.NewLoader(j.train, b, true, true, true, uint64(j.spec.Seed), r, n)
+		rs.xh, rs.yh = make([]float32, b*j.train.ImageLen()), make([]float32, b)
+		rs.x = be.New(kernels.CatData, j.precision, b, j.train.C, data.Side, data.Side)
+		rs.y = be.New(kernels.CatData, kernels.F32, b)
+		return nil
+	})
+}
+
+// comm is rank r's communicator for its backend's tensors.
+func (j *job) comm(r int, be kernels.Backend) parallel.DeviceCommunicator {
+	if be.Name() == "cpu" {
+		return parallel.NewHostTensorComm(j.group.Comm(r))
+	}
+	return parallel.NewStagedComm(be, j.group.Comm(r))
+}
+
+func (j *job) engineConfig() (parallel.EngineConfig, error) {
+	c := parallel.EngineConfig{Precision: j.precision, ZeroStage: j.spec.Zero.Stage}
+	switch j.cell.Plugin {
+	case PluginTorchDDP:
+		c.Plugin = parallel.TorchDDP
+	case PluginLowLevelZero:
+		c.Plugin = parallel.LowLevelZero
+	case PluginGemini:
+		return c, fmt.Errorf("plugin gemini: the chunk-based Gemini engine is not built yet; run torch_ddp or low_level_zero")
+	default:
+		return c, fmt.Errorf("unknown plugin %q", j.cell.Plugin)
+	}
+	ls := j.spec.LossScale(j.cell.Plugin)
+	c.Scaler = parallel.ScalerConfig{InitialScale: ls.InitialScale, GrowthFactor: ls.GrowthFactor,
+		BackoffFactor: ls.BackoffFactor, GrowthInterval: ls.GrowthInterval, Hysteresis: ls.Hysteresis,
+		MinScale: ls.MinScale, MaxScale: ls.MaxScale}
+	return c, nil
+}
+
+// close frees every rank's resources.
+func (j *job) close() {
+	if j.pool == nil {
+		return
+	}
+	j.pool.do(func(r int) error {
+		if rs := j.ranks[r]; rs != nil && rs.eng != nil {
+			rs.eng.Free()
+			rs.eng.Model().Free()
+			closeBackend(rs.be)
+		}
+		return nil
+	})
+	j.pool.close()
+}
+
+// trainStep runs step j.step of epoch j.epoch on every rank.
+func (j *job) trainStep(lr float32) error {
+	epoch, step := j.epoch, j.step
+	return j.pool.do(func(r int) error {
+		rs := j.ranks[r]
+		rs.loader.Batch(epoch, step, rs.xh, rs.yh)
+		rs.be.Upload(rs.x, rs.xh)
+		rs.be.Upload(rs.y, rs.yh)
+		st, err := rs.eng.Step(rs.x, rs.y, lr)
+		rs.stats = st
+		if err != nil {
+			return err
+		}
+		if j.precision == kernels.F32 && !finite(st.Loss) {
+			return fmt.Errorf("loss is %v at epoch %d step %d (fp32 has no loss scaler to skip it): %s",
+				st.Loss, epoch+1, step+1, firstNonFinite(rs.eng.Model()))
+		}
+		return nil
+	})
+}
+
+func finite(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
+
+// firstNonFinite names the first layer (in forward order) whose weights
+// or gradients hold inf or NaN.
+func firstNonFinite(m *model.ResNet) string {
+	be := m.Backend()
+	for _, p := range m.Params() {
+		if be.NonFinite([]*kernels.Tensor{p.W}) {
+			return "first non-finite weights: " + p.Name
+		}
+		if p.G != nil && be.NonFinite([]*kernels.Tensor{p.G}) {
+			return "first non-finite gradient: " + p.Name
+		}
+	}
+	return "weights and gradients are finite: the input or the loss overflowed"
+}
+
+// meta describes a checkpoint taken now.
+func (j *job) meta(epoch, step int) ckptMeta {
+	return ckptMeta{Epoch: epoch, Step: step, StepsPerEpoch: j.info.StepsPerEpoch,
+		Plugin: j.cell.Plugin, Precision: j.cell.Precision, World: j.cell.GPUs,
+		Width: j.spec.Width, InChannels: j.train.C, Classes: len(j.train.Classes), Dataset: j.spec.Dataset,
+		SynTest: j.spec.Synthetic.Test, SynSeed: int(j.spec.Synthetic.Seed)}
+}
+
+// gatherState collects the full training state (a collective).
+func (j *job) gatherState() (*parallel.State, error) {
+	states := make([]*parallel.State, len(j.ranks))
+	err := j.pool.do(func(r int) error {
+		st, err := j.ranks[r].eng.State()
+		states[r] = st
+		return err
+	})
+	return states[0], err
+}
+
+// checkpoint saves the current position: an epoch end (step == steps per
+// epoch) or mid-epoch, named after the epoch in progress.
+func (j *job) checkpoint() error {
+	if noCheckpoints(j.cell.CheckpointDir) {
+		j.logf("warn", "no checkpoint directory configured: nothing saved")
+		return nil
+	}
+	st, err := j.gatherState()
+	if err != nil {
+		return err
+	}
+	epoch, step := j.epoch+1, j.step
+	if j.step == 0 && j.epoch > 0 { // at an epoch boundary: the finished epoch
+		epoch, step = j.epoch, j.info.StepsPerEpoch
+	}
+	files, err := saveCheckpoint(j.cell.CheckpointDir, st, j.meta(epoch, step), j.sched)
+	if err != nil {
+		return err
+	}
+	j.emit(CheckpointSaved{Run: j.info.ID, Epoch: epoch, Dir: j.cell.CheckpointDir, Files: files})
+	return nil
+}
+
+// resume loads epoch E's checkpoint into every rank and moves the position.
+func (j *job) resume(e int) error {
+	lc, err := loadCheckpoint(j.cell.CheckpointDir, e)
+	if err != nil {
+		return err
+	}
+	if lc.spe != j.info.StepsPerEpoch {
+		j.logf("warn", "checkpoint %d was taken with %d steps per epoch, this run has %d", e, lc.spe, j.info.StepsPerEpoch)
+	}
+	if err := j.pool.do(func(r int) error { return j.ranks[r].eng.LoadState(lc.state) }); err != nil {
+		return fmt.Errorf("resume from %s epoch %d: %w", j.cell.CheckpointDir, e, err)
+	}
+	j.epoch, j.step = lc.epoch, 0
+	if lc.step < lc.spe { // taken mid-epoch: continue that epoch
+		j.epoch, j.step = lc.epoch-1, lc.step
+	}
+	j.result.EpochResults = trimEpochs(j.result.EpochResults, j.epoch)
+	j.logf("info", "resumed from %s epoch %d (continuing at epoch %d step %d)", j.cell.CheckpointDir, e, j.epoch+1, j.step+1)
+	return nil
+}
+
+func trimEpochs(es []EpochResult, upTo int) []EpochResult {
+	for i, e := range es {
+		if e.Epoch > upTo {
+			return es[:i]
+		}
+	}
+	return es
+}
+
+// control serves the commands that arrived, blocking while paused.
+func (j *job) control(ctx context.Context) error {
+	paused := false
+	for {
+		var cmd Command
+		if paused {
+			select {
+			case cmd = <-j.cmds:
+			case <-ctx.Done():
+				return j.interrupted(ctx)
+			}
+		} else {
+			select {
+			case cmd = <-j.cmds:
+			case <-ctx.Done():
+				return j.interrupted(ctx)
+			default:
+				return nil
+			}
+		}
+		switch c := cmd.(type) {
+		case Pause:
+			if !paused {
+				paused = true
+				j.emit(Paused{Run: j.info.ID, Epoch: j.epoch + 1, Step: j.step})
+			}
+		case Resume:
+			if paused {
+				paused = false
+				j.emit(Resumed{Run: j.info.ID})
+			}
+		case CheckpointNow:
+			if err := j.checkpoint(); err != nil {
+				j.logf("error", "checkpoint failed: %v", err)
+			}
+		case Stop:
+			if c.Checkpoint {
+				if err := j.checkpoint(); err != nil {
+					return fmt.Errorf("checkpoint before stopping: %w", err)
+				}
+			}
+			return errStopped
+		case ResumeFrom:
+			if err := j.resume(c.Epoch); err != nil {
+				j.logf("error", "%v", err)
+				continue
+			}
+			j.emit(RunStarted{Info: j.info, StartEpoch: c.Epoch})
+		}
+	}
+}
+
+// interrupted handles Ctrl-C: checkpoint if the run keeps checkpoints.
+func (j *job) interrupted(ctx context.Context) error {
+	if !noCheckpoints(j.cell.CheckpointDir) && j.spec.Interval > 0 {
+		if err := j.checkpoint(); err != nil {
+			return fmt.Errorf("interrupted (%v); the checkpoint failed too: %w", context.Cause(ctx), err)
+		}
+	}
+	return fmt.Errorf("interrupted: %w", context.Cause(ctx))
+}

@@ -1,0 +1,147 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// tinySpec is a small synthetic run that trains in seconds on the CPU.
+func tinySpec(t *testing.T, extra string) *Spec {
+	t.Helper()
+	dir := t.TempDir()
+	src := fmt.Sprintf(`
+name = "tiny"
+dataset = "synthetic"
+width = 4
+epochs = 2
+batch_size = 20
+lr = 2e-3
+milestones = [1]
+device = "cpu"
+checkpoint = %q
+results_dir = %q
+interval = 1
+%s
+[synthetic]
+train = 120
+test = 50
+seed = 3
+`, filepath.Join(dir, "ckpt-{plugin}-{precision}-{gpus}"), filepath.Join(dir, "results"), extra)
+	s, err := ParseSpec(filepath.Join(dir, "tiny.toml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// collect runs a spec headless and returns its events.
+func collect(t *testing.T, s *Spec, opts RunOptions, cmds <-chan Command) ([]Event, error) {
+	t.Helper()
+	events := make(chan Event, 1024)
+	var got []Event
+	done := make(chan struct{})
+	go func() {
+		for e := range events {
+			got = append(got, e)
+		}
+		close(done)
+	}()
+	err := RunSpec(context.Background(), s, opts, events, cmds)
+	close(events)
+	<-done
+	return got, err
+}
+
+func finished(t *testing.T, evs []Event) []*Result {
+	t.Helper()
+	var rs []*Result
+	for _, e := range evs {
+		if f, ok := e.(RunFinished); ok {
+			rs = append(rs, f.Result)
+		}
+	}
+	return rs
+}
+
+func TestRunWritesResultsAndCheckpoints(t *testing.T) {
+	s := tinySpec(t, "")
+	evs, err := collect(t, s, RunOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := finished(t, evs)
+	if len(rs) != 1 {
+		t.Fatalf("%d runs finished, want 1", len(rs))
+	}
+	r := rs[0]
+	if r.Status != "done" || len(r.EpochResults) != 2 || r.ModelSHA256 == "" || r.ImagesPerSecond <= 0 {
+		t.Fatalf("result: %+v", r)
+	}
+	if r.PeakDeviceBytes[0] <= 0 {
+		t.Fatalf("no peak memory recorded: %v", r.PeakDeviceBytes)
+	}
+	dir := strings.ReplaceAll(s.Checkpoint, "{plugin}-{precision}-{gpus}", "torch_ddp-fp32-1")
+	have, err := ListCheckpoints(dir)
+	if err != nil || len(have) != 2 {
+		t.Fatalf("checkpoints in %s: %v %v, want epochs 1 and 2", dir, have, err)
+	}
+	sum, _ := fileSHA256(filepath.Join(dir, "model_2.pth"))
+	if sum != r.ModelSHA256 {
+		t.Fatalf("model_sha256 %s is not the digest of model_2.pth (%s)", r.ModelSHA256, sum)
+	}
+	if _, err := os.Stat(ResultPath(s.ResultsDir, r)); err != nil {
+		t.Fatalf("result file: %v", err)
+	}
+	acc, _, err := Eval(context.Background(), EvalOptions{CheckpointDir: dir, Epoch: 2, Device: "cpu"})
+	if err != nil || acc != r.FinalTestAcc {
+		t.Fatalf("eval of model_2: %v %v, want the run's final accuracy %v", acc, err, r.FinalTestAcc)
+	}
+}
+
+// Two epochs straight and one epoch + resume must give the same model
+// file, bit for bit, for every plugin on the CPU backend.
+func TestResumeIsBitExact(t *testing.T) {
+	for _, cell := range []string{`plugin = "torch_ddp"
+precision = "fp32"
+gpus = 1`, `plugin = "low_level_zero"
+precision = "fp16"
+gpus = 2`} {
+		straight := tinySpec(t, "[[run]]\n"+cell)
+		evs, err := collect(t, straight, RunOptions{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := finished(t, evs)[0].ModelSHA256
+
+		resumed := tinySpec(t, "[[run]]\n"+cell)
+		resumed.Epochs = 1
+		if _, err := collect(t, resumed, RunOptions{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		resumed.Epochs = 2
+		evs, err = collect(t, resumed, RunOptions{Resume: 1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := finished(t, evs)[0]
+		if r.ModelSHA256 != want {
+			t.Fatalf("%s: resumed run's model %s differs from the straight run's %s", r.Run, r.ModelSHA256, want)
+		}
+		if len(r.EpochResults) != 1 || r.EpochResults[0].Epoch != 2 {
+			t.Fatalf("resumed run trained epochs %+v, want only epoch 2", r.EpochResults)
+		}
+	}
+}
+
+func TestTargetAccFailsTheRun(t *testing.T) {
+	s := tinySpec(t, "target_acc = 0.999")
+	s.Epochs = 1
+	_, err := collect(t, s, RunOptions{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "below target_acc 99.90%") {
+		t.Fatalf("err = %v, want a target_acc failure", err)
+	}
+}
