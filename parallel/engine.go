@@ -399,3 +399,16 @@ func (e *Engine) Free() {
 	e.owned = nil
 	e.ce.Free()
 }
+
+// Trainer is one rank's boosted model and optimizer, whatever the plugin:
+// Engine (DDP, ZeRO) and memory.Gemini implement it. Step, State and
+// LoadState are collectives.
+type Trainer interface {
+	Step(x, labels *kernels.Tensor, lr float32) (StepStats, error)
+	Model() *model.ResNet
+	State() (*State, error)
+	LoadState(st *State) error
+	Free()
+}
+
+var _ Trainer = (*Engine)(nil)

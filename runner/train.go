@@ -41,7 +41,7 @@ type job struct {
 // rankState is what one rank owns.
 type rankState struct {
 	be     kernels.Backend
-	eng    *parallel.Engine
+	eng    parallel.Trainer
 	loader *data.Loader
 	xh, yh []float32
 	x, y   *kernels.Tensor
