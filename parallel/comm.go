@@ -34,6 +34,8 @@ var ErrAborted = errors.New("collective aborted")
 // of one group. Every rank must call the same collectives in the same order
 // with the same lengths; a mismatch is reported as an error on every rank.
 // A call returns when this rank's part is done and its buffers may be reused.
+// Calls on one Communicator must not overlap, but any goroutine may make
+// them (e.g. a rank's gradient-bucket goroutine while backward runs).
 type Communicator interface {
 	Rank() int
 	WorldSize() int

@@ -24,8 +24,17 @@
 //
 // # Race detector
 //
-// The package test suite runs in a few seconds. Under -race run only the
-// small stress test, which keeps the time budget:
+// The package tests take about a second; under -race the whole package
+// takes ~20 s on two cores, so within the test time budget run only the
+// small stress and abort tests under -race (~1 s):
 //
 //	go test -race -run 'Stress|Abort' ./parallel/
+//
+// # Multi-process runs
+//
+// EnvFromTorch reads torchrun's variables; rank 0 calls NCCL.GetUniqueID,
+// ExchangeID hands the id to every process over TCP, and each process calls
+// NCCL.CommInitRank. Inside one process, one goroutine per local GPU
+// (Launch), with NCCL.CommInitAll or CommInitRank per goroutine. There is
+// no host Communicator across processes yet.
 package parallel

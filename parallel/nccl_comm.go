@@ -1,6 +1,9 @@
 package parallel
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // NCCLComm is one rank's ncclComm_t.
 type NCCLComm struct {
@@ -116,4 +119,38 @@ func (c *NCCLComm) Broadcast(send, recv uintptr, count int, dt NCCLDataType, roo
 		return err
 	}
 	return c.lib.check("ncclBroadcast", c.lib.broadcast(send, recv, uintptr(count), dt, int32(root), h, stream))
+}
+
+// UniqueIDFromBytes converts what ExchangeID returned back into a UniqueID.
+func UniqueIDFromBytes(b []byte) (UniqueID, error) {
+	var id UniqueID
+	if len(b) != len(id) {
+		return id, fmt.Errorf("nccl: unique id has %d bytes, want %d", len(b), len(id))
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+// CommFromEnv joins the communicator of a multi-process run
+// (launch_from_torch): rank 0 makes the unique id, ExchangeID hands it to
+// every process, and each calls CommInitRank. The calling thread must have
+// the context of this process's GPU (env.LocalRank) current.
+func (l *NCCL) CommFromEnv(ctx context.Context, env Env) (*NCCLComm, error) {
+	var mine []byte
+	if env.Rank == 0 {
+		id, err := l.GetUniqueID()
+		if err != nil {
+			return nil, err
+		}
+		mine = id[:]
+	}
+	b, err := ExchangeID(ctx, env, mine)
+	if err != nil {
+		return nil, err
+	}
+	id, err := UniqueIDFromBytes(b)
+	if err != nil {
+		return nil, err
+	}
+	return l.CommInitRank(env.WorldSize, id, env.Rank)
 }

@@ -1,6 +1,7 @@
 package parallel
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -163,6 +164,13 @@ func TestNCCLOneRank(t *testing.T) {
 		t.Fatalf("bad datatype: %v, want ncclInvalidArgument", err)
 	}
 	testNCCLTensors(t, d, comm)
+	solo, err := l.CommFromEnv(context.Background(), Env{WorldSize: 1, MasterAddr: "127.0.0.1", MasterPort: 1})
+	if err != nil || solo.WorldSize() != 1 {
+		t.Fatalf("CommFromEnv for one process: %v", err)
+	}
+	if err := solo.Destroy(); err != nil {
+		t.Fatal(err)
+	}
 	if err := comm.Destroy(); err != nil {
 		t.Fatal(err)
 	}

@@ -68,3 +68,16 @@ func TestNCCLErrorText(t *testing.T) {
 		t.Fatalf("unknown result prints %q", s)
 	}
 }
+
+func TestUniqueIDFromBytes(t *testing.T) {
+	var want UniqueID
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	if got, err := UniqueIDFromBytes(want[:]); err != nil || got != want {
+		t.Fatalf("round trip: %v", err)
+	}
+	if _, err := UniqueIDFromBytes(make([]byte, 127)); err == nil || !strings.Contains(err.Error(), "127 bytes") {
+		t.Fatalf("short id: %v", err)
+	}
+}

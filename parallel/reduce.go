@@ -15,11 +15,7 @@ func reduceInto(dst []float32, srcs [][]float32, op Op) {
 		a := acc[:hi-lo]
 		copy(a, srcs[0][lo:hi])
 		for _, s := range srcs[1:] {
-			s = s[lo:hi]
-			s = s[:len(a)]
-			for i := range a {
-				a[i] += s[i]
-			}
+			addTo(a, s[lo:hi])
 		}
 		if op == Avg {
 			for i := range a {
@@ -27,5 +23,21 @@ func reduceInto(dst []float32, srcs [][]float32, op Op) {
 			}
 		}
 		copy(dst[lo:hi], a)
+	}
+}
+
+// addTo does a[i] += s[i], unrolled by 4 (the compiler does not vectorise).
+func addTo(a, s []float32) {
+	s = s[:len(a)]
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		aa, ss := a[i:i+4:i+4], s[i:i+4:i+4]
+		aa[0] += ss[0]
+		aa[1] += ss[1]
+		aa[2] += ss[2]
+		aa[3] += ss[3]
+	}
+	for ; i < len(a); i++ {
+		a[i] += s[i]
 	}
 }
