@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"resnetlab/runner"
+)
+
+func (c *cli) cmdRun(ctx context.Context, args []string) int {
+	fs := newFlags("run")
+	var opts runner.RunOptions
+	fs.BoolVar(&opts.Headless, "headless", false, "")
+	fs.IntVar(&opts.Resume, "resume", 0, "")
+	fs.StringVar(&opts.Device, "device", "", "")
+	fs.StringVar(&opts.ResultsDir, "results", "", "")
+	pos, done, code := c.parseArgs(fs, runUsage, args)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return c.usageError("run", fmt.Sprintf("want one spec file, got %d arguments", len(pos)))
+	}
+	spec, err := runner.LoadSpec(pos[0])
+	if err != nil {
+		fmt.Fprintln(c.stderr, err)
+		return exitFailed
+	}
+	spec, cells, rejected, err := opts.Apply(spec)
+	for _, r := range rejected {
+		fmt.Fprintln(c.stderr, r)
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "resnetlab run: %v\n", err)
+		return exitFailed
+	}
+	if !opts.Headless {
+		opts.Headless = c.fallBackToHeadless()
+	}
+	return c.execute(ctx, spec, cells, opts)
+}
+
+// fallBackToHeadless says why the UI cannot be shown, if it cannot.
+func (c *cli) fallBackToHeadless() bool {
+	switch {
+	case c.tui == nil:
+		fmt.Fprintln(c.stderr, "resnetlab: this build has no terminal UI; running headless")
+	case !c.isTTY():
+		fmt.Fprintln(c.stderr, "resnetlab: not a terminal; running headless")
+	default:
+		return false
+	}
+	return true
+}
+
+// execute runs the spec with its front end and returns the exit code.
+func (c *cli) execute(ctx context.Context, spec *runner.Spec, cells []runner.Cell, opts runner.RunOptions) int {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := make(chan runner.Event, 1024)
+	cmds := make(chan runner.Command, 16)
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- c.runSpec(ctx, spec, opts, events, cmds)
+		close(events) // RunSpec never closes it: its sender is done now
+	}()
+	failed := false
+	if opts.Headless {
+		h := newHeadless(c.stdout, c.now)
+		h.consume(events)
+		h.summary()
+		failed = len(h.failed) > 0
+	} else {
+		uiErr := c.tui(ctx, spec, cells, events, cmds)
+		cancel() // the user quit: stop whatever still runs
+		go drain(events)
+		if uiErr != nil && !errors.Is(uiErr, context.Canceled) {
+			fmt.Fprintf(c.stderr, "resnetlab: terminal UI: %v\n", uiErr)
+			failed = true
+		}
+	}
+	err := <-runErr
+	switch {
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		fmt.Fprintln(c.stderr, "resnetlab run: interrupted")
+		return exitInterrupted
+	case err != nil:
+		fmt.Fprintf(c.stderr, "resnetlab run: %v\n", err)
+		return exitFailed
+	case failed:
+		return exitFailed
+	}
+	return exitOK
+}
+
+func drain(events <-chan runner.Event) {
+	for range events {
+	}
+}

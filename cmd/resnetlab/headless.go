@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"resnetlab/runner"
+)
+
+// headless prints a run's event stream as plain lines: one per epoch, log
+// line, checkpoint, pause and state change, plus a step line every
+// stepEvery per run (and for each run's first step, to show it is moving).
+type headless struct {
+	w         io.Writer
+	now       func() time.Time
+	stepEvery time.Duration
+
+	infos    map[string]runner.RunInfo
+	lastStep map[string]time.Time
+	results  []*runner.Result
+	failed   []string
+}
+
+func newHeadless(w io.Writer, now func() time.Time) *headless {
+	return &headless{w: w, now: now, stepEvery: 10 * time.Second,
+		infos: map[string]runner.RunInfo{}, lastStep: map[string]time.Time{}}
+}
+
+// consume prints events until the channel is closed.
+func (h *headless) consume(events <-chan runner.Event) {
+	for ev := range events {
+		h.handle(ev)
+	}
+}
+
+func (h *headless) printf(run, format string, args ...any) {
+	prefix := ""
+	if run != "" {
+		prefix = "[" + run + "] "
+	}
+	fmt.Fprintf(h.w, prefix+format+"\n", args...)
+}
+
+func (h *headless) handle(ev runner.Event) {
+	switch e := ev.(type) {
+	case runner.RunQueued:
+		h.queued(e.Info)
+	case runner.RunStarted:
+		h.infos[e.Info.ID] = e.Info
+		if e.StartEpoch > 0 {
+			h.printf(e.Info.ID, "resumed from the checkpoint of epoch %d", e.StartEpoch)
+		} else {
+			h.printf(e.Info.ID, "started")
+		}
+	case runner.StepDone:
+		h.step(e)
+	case runner.EpochDone:
+		h.printf(e.Run, "epoch %d/%d: loss %.4f, test acc %s, lr %.3g, %.1f s",
+			e.Epoch, h.infos[e.Run].Epochs, e.Loss, pct(e.TestAcc), e.LR, e.Seconds)
+	case runner.CheckpointSaved:
+		h.printf(e.Run, "checkpoint of epoch %d saved in %s (%d files)", e.Epoch, e.Dir, len(e.Files))
+	case runner.Paused:
+		h.printf(e.Run, "paused at epoch %d step %d", e.Epoch, e.Step)
+	case runner.Resumed:
+		h.printf(e.Run, "resumed")
+	case runner.Log:
+		h.log(e)
+	case runner.RunFinished:
+		h.finished(e)
+	}
+	// MemoryUsage, ChunksUpdate and ChunkMoved are too frequent for a log;
+	// their peaks reach the result files and the final table.
+}
+
+func (h *headless) queued(info runner.RunInfo) {
+	h.infos[info.ID] = info
+	where := info.Backend
+	if len(info.Devices) > 0 {
+		where += " (" + strings.Join(info.Devices, ", ") + ")"
+	}
+	h.printf(info.ID, "queued: %s %s, %d rank%s on %s, %s, %d epochs x %d steps",
+		info.Plugin, info.Precision, info.Ranks, plural(info.Ranks), where, info.Dataset,
+		info.Epochs, info.StepsPerEpoch)
+}
+
+func (h *headless) step(e runner.StepDone) {
+	now := h.now()
+	last, seen := h.lastStep[e.Run]
+	if seen && now.Sub(last) < h.stepEvery {
+		return
+	}
+	h.lastStep[e.Run] = now
+	scale := ""
+	if e.LossScale > 0 {
+		scale = fmt.Sprintf(", loss scale %g", e.LossScale)
+	}
+	if e.Skipped {
+		scale += " (step skipped: inf/nan gradients)"
+	}
+	h.printf(e.Run, "epoch %d/%d step %d/%d: loss %.4f%s, %.1f ms/step, %.0f img/s",
+		e.Epoch, h.infos[e.Run].Epochs, e.Step, e.Steps, e.Loss, scale,
+		float64(e.StepTime)/float64(time.Millisecond), e.ImagesPerSec)
+}
+
+func (h *headless) log(e runner.Log) {
+	if e.Level == "warn" || e.Level == "error" {
+		h.printf(e.Run, "%s: %s", e.Level, e.Text)
+		return
+	}
+	h.printf(e.Run, "%s", e.Text)
+}
+
+func (h *headless) finished(e runner.RunFinished) {
+	if e.Result != nil {
+		h.results = append(h.results, e.Result)
+	}
+	if e.Err != nil {
+		h.failed = append(h.failed, e.Run)
+		h.printf(e.Run, "FAILED: %v", e.Err)
+		return
+	}
+	r := e.Result
+	if r == nil {
+		h.printf(e.Run, "finished")
+		return
+	}
+	h.printf(e.Run, "%s: final test acc %s (best %s), %.1f s of training, %.0f img/s",
+		r.Status, pct(r.FinalTestAcc), pct(r.BestTestAcc), r.TrainSeconds, r.ImagesPerSecond)
+}
+
+// summary prints the comparison table of every finished run.
+func (h *headless) summary() {
+	if len(h.results) == 0 {
+		return
+	}
+	fmt.Fprintf(h.w, "\n%s", runner.CompareTable(h.results))
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.2f%%", 100*f) }
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"resnetlab/runner"
+)
+
+// tuiFunc runs the terminal UI until the user quits or ctx ends. It reads
+// events until they are closed and sends commands on cmds.
+type tuiFunc func(ctx context.Context, spec *runner.Spec, cells []runner.Cell,
+	events <-chan runner.Event, cmds chan<- runner.Command) error
+
+// startTUI is the terminal UI, nil while the tui package is not wired in:
+// `run` then falls back to headless output. To wire it, add a file here
+// (e.g. tui_enable.go) with
+//
+//	func init() { startTUI = func(ctx, spec, cells, events, cmds) error { ... tui.Run(...) } }
+var startTUI tuiFunc
+
+// fetchFunc downloads a data set into root, reporting progress through logf.
+type fetchFunc func(ctx context.Context, name, root string, logf func(format string, args ...any)) error
+
+// fetchData downloads data sets.
+// TODO(orchestrator): replace with data.Fetch once package data has it.
+var fetchData fetchFunc = func(ctx context.Context, name, root string, logf func(string, ...any)) error {
+	return errors.New("downloading is not built in yet (data.Fetch is missing)")
+}

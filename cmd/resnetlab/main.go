@@ -1,0 +1,114 @@
+// Command resnetlab trains torchvision's ResNet-18 on CIFAR-10 the way
+// ColossalAI's ResNet example does (plugins torch_ddp, torch_ddp_fp16,
+// low_level_zero, gemini), on CPU or NVIDIA GPUs, from TOML experiment
+// specs; see `resnetlab help`.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+
+	"resnetlab/runner"
+)
+
+func main() {
+	// Ctrl-C (or SIGTERM) cancels the context: runs stop at a step boundary.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := newCLI(os.Stdout, os.Stderr).main(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+// cli holds the program's outputs and the functions it calls, so tests can
+// run commands in-process with fakes.
+type cli struct {
+	stdout, stderr io.Writer
+	isTTY          func() bool
+	now            func() time.Time
+	runSpec        func(context.Context, *runner.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error
+	eval           func(context.Context, runner.EvalOptions) (float64, []float64, error)
+	fetch          fetchFunc
+	tui            tuiFunc // nil when the TUI is not built in
+}
+
+func newCLI(stdout, stderr io.Writer) *cli {
+	return &cli{
+		stdout: stdout, stderr: stderr,
+		isTTY:   func() bool { return term.IsTerminal(os.Stdout.Fd()) && term.IsTerminal(os.Stdin.Fd()) },
+		now:     time.Now,
+		runSpec: runner.RunSpec,
+		eval:    runner.Eval,
+		fetch:   fetchData,
+		tui:     startTUI,
+	}
+}
+
+// main runs one command line (without the program name) and returns the
+// exit code.
+func (c *cli) main(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(c.stderr, mainUsage)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "-h", "-help", "--help":
+		fmt.Fprint(c.stdout, mainUsage)
+		return exitOK
+	case "help":
+		return c.help(rest)
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(c.stderr, "resnetlab: unknown command %q (want run, eval, data, compare or help)\n"+
+			"Run 'resnetlab help' for usage.\n", name)
+		return exitUsage
+	}
+	return cmd.run(c, ctx, rest)
+}
+
+func (c *cli) help(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(c.stdout, mainUsage)
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(c.stderr, "resnetlab help: unknown command %q (want run, eval, data or compare)\n", args[0])
+		return exitUsage
+	}
+	fmt.Fprint(c.stdout, cmd.usage)
+	return exitOK
+}
+
+// command is one subcommand.
+type command struct {
+	usage string
+	run   func(c *cli, ctx context.Context, args []string) int
+}
+
+var commands map[string]command
+
+func init() { // in init: the run functions refer to commands for their usage
+	commands = map[string]command{
+		"run":     {runUsage, (*cli).cmdRun},
+		"eval":    {evalUsage, (*cli).cmdEval},
+		"data":    {dataUsage, (*cli).cmdData},
+		"compare": {compareUsage, (*cli).cmdCompare},
+	}
+}

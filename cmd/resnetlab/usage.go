@@ -1,0 +1,96 @@
+package main
+
+const mainUsage = `resnetlab trains ResNet-18 the way ColossalAI's ResNet example does, with its
+plugins torch_ddp, torch_ddp_fp16, low_level_zero and gemini, on CPU or NVIDIA
+GPUs, from TOML experiment specs.
+
+Usage:
+  resnetlab <command> [flags] [arguments]
+
+Commands:
+  run       train every run of an experiment spec (terminal UI, or a plain log)
+  eval      measure the test accuracy of a saved checkpoint
+  data      fetch data sets
+  compare   compare finished runs side by side
+  help      show the help of a command
+
+Examples:
+  resnetlab run experiments/zero.toml
+  resnetlab run --headless experiments/smoke.toml
+  resnetlab eval -c ./checkpoint/zero/gemini-fp16-1 -e 80
+  resnetlab compare results/*.json
+
+Run 'resnetlab help <command>' or 'resnetlab <command> --help' for details.
+`
+
+const runUsage = `Usage: resnetlab run [--headless] [--resume E] [--device cpu|cuda|auto] [--results DIR] SPEC
+
+Trains every run of the experiment spec SPEC (a TOML file, see experiments/)
+and writes each run's result to <results_dir>/<spec>-<run>.json. Invalid grid
+cells are listed and skipped. On a terminal it shows the live UI; with
+--headless, or when stdout is not a terminal, it prints one line per epoch,
+checkpoint and log message, and a table of all runs at the end. Ctrl-C stops.
+The exit status is 1 when a run fails, including a final accuracy below the
+spec's target_acc.
+
+Flags:
+  --headless         plain log output instead of the terminal UI
+  --resume E         resume every run from its checkpoint of epoch E
+                     (default: the spec's resume key; 0 there means a fresh start)
+  --device NAME      auto (GPUs when present, else CPU), cpu or cuda
+                     (default: the spec's device key)
+  --results DIR      write result files to DIR (default: the spec's results_dir)
+
+Examples:
+  resnetlab run experiments/zero.toml
+  resnetlab run --headless --device cpu experiments/smoke.toml
+  resnetlab run --resume 40 experiments/zero.toml
+`
+
+const evalUsage = `Usage: resnetlab eval -c DIR [-e E] [--dataset NAME] [--data DIR] [--device NAME] [--batch N] [--spec SPEC]
+
+Loads model_E.pth from the checkpoint directory DIR and prints its accuracy
+on the test set, overall and per class:
+  Accuracy of the model on the test images: 85.12 %
+
+Flags:
+  -c, --checkpoint DIR   checkpoint directory (required)
+  -e, --epoch E          epoch of the checkpoint (default: the latest complete one)
+  --dataset NAME         cifar10, fashion-mnist or synthetic
+                         (default: the one the checkpoint was trained on)
+  --data DIR             data set root (default: $DATA, else ./data)
+  --device NAME          auto, cpu or cuda (default auto)
+  --batch N              evaluation batch size (default 128, as the reference)
+  --spec SPEC            take the data set settings from this spec
+                         (needed for synthetic data: sizes and seed)
+
+Examples:
+  resnetlab eval -c ./checkpoint/zero/gemini-fp16-1 -e 80
+  resnetlab eval -c ./checkpoint/smoke/torch_ddp-fp32-1 --spec experiments/smoke.toml
+`
+
+const dataUsage = `Usage: resnetlab data fetch NAME [--root DIR]
+
+Downloads a data set and checks its digest. NAME is cifar10 (the binary
+version, cifar-10-binary.tar.gz) or fashion-mnist. Needs internet access;
+the synthetic data set needs no download.
+
+Flags:
+  --root DIR   where to put it (default: $DATA, else ./data)
+
+Examples:
+  resnetlab data fetch cifar10
+  resnetlab data fetch fashion-mnist --root /datasets
+`
+
+const compareUsage = `Usage: resnetlab compare FILE|DIR...
+
+Prints finished runs side by side: plugin, precision, ranks, data set, epochs,
+final and best test accuracy, mean epoch time, throughput, peak device memory
+per rank and status. Arguments are result files written by 'resnetlab run', or
+directories whose *.json files are read.
+
+Examples:
+  resnetlab compare results/*.json
+  resnetlab compare results/
+`
