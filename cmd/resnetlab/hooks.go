@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 
+	"resnetlab/data"
 	"resnetlab/runner"
 )
 
@@ -22,8 +22,5 @@ var startTUI tuiFunc
 // fetchFunc downloads a data set into root, reporting progress through logf.
 type fetchFunc func(ctx context.Context, name, root string, logf func(format string, args ...any)) error
 
-// fetchData downloads data sets.
-// TODO(orchestrator): replace with data.Fetch once package data has it.
-var fetchData fetchFunc = func(ctx context.Context, name, root string, logf func(string, ...any)) error {
-	return errors.New("downloading is not built in yet (data.Fetch is missing)")
-}
+// fetchData downloads data sets (a variable so tests can fake it).
+var fetchData fetchFunc = data.Fetch
