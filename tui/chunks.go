@@ -1,0 +1,145 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+
+	"resnetlab/runner"
+)
+
+// chunkStrip shows Gemini's chunks: one cell per chunk, its letter the
+// dominant tensor state, upper case when the chunk is on the device and
+// lower case when it lives in host memory.
+type chunkStrip struct {
+	gemini bool
+	ranks  [][]runner.ChunkState // latest ChunksUpdate per rank
+	toDev  int                   // chunk moves host -> device
+	toHost int                   // chunk moves device -> host
+	moved  int64                 // bytes moved either way
+}
+
+func (c *chunkStrip) Update(ev runner.Event) {
+	switch e := ev.(type) {
+	case runner.RunStarted:
+		c.ranks, c.toDev, c.toHost, c.moved = nil, 0, 0, 0
+	case runner.ChunksUpdate:
+		if e.Rank < 0 {
+			return
+		}
+		for len(c.ranks) <= e.Rank {
+			c.ranks = append(c.ranks, nil)
+		}
+		c.ranks[e.Rank] = e.Chunks
+	case runner.ChunkMoved:
+		if e.ToDevice {
+			c.toDev++
+		} else {
+			c.toHost++
+		}
+		c.moved += e.Bytes
+	}
+}
+
+// tiePriority breaks ties between equally common states in favour of the
+// more active one: a chunk with one COMPUTE tensor is busy, not idle.
+var tiePriority = [numStates]int{stCompute, stHoldAfterBwd, stReadyForReduce, stHold, stFree}
+
+// dominant is the state most of the chunk's tensors are in.
+func dominant(ch runner.ChunkState) int {
+	best := stFree
+	for _, s := range tiePriority {
+		if ch.States[s] > ch.States[best] {
+			best = s
+		}
+	}
+	return best
+}
+
+// glyph is the chunk's cell: state letter, case by placement.
+func glyph(ch runner.ChunkState, st styles) string {
+	s := dominant(ch)
+	r := stateGlyph[s]
+	if !ch.OnDevice {
+		r = unicode.ToLower(r)
+	}
+	return st.state[s].Render(string(r))
+}
+
+// View renders the pane into exactly h lines of w cells.
+func (c *chunkStrip) View(w, h int, st styles) []string {
+	if !c.gemini {
+		return fitBlock([]string{rule("gemini chunks", w, st),
+			st.dim.Render("  n/a: only gemini runs manage chunks")}, w, h)
+	}
+	if len(c.ranks) == 0 {
+		return fitBlock([]string{rule("gemini chunks", w, st),
+			st.dim.Render("  waiting for chunk states…")}, w, h)
+	}
+	counts, onDev, n := c.totals()
+	title := fmt.Sprintf("gemini chunks · %d chunks · %d on device", n, onDev)
+	foot := []string{c.countsLine(counts, st), c.placementLine(st)}
+	keep := min(len(foot), max(h-2, 0))
+	strip := c.stripLines(w, h-1-keep, st)
+	lines := append([]string{rule(title, w, st)}, strip...)
+	return fitBlock(append(lines, foot[:keep]...), w, h)
+}
+
+// totals sums tensor states and placements over every rank's chunks.
+func (c *chunkStrip) totals() (counts [numStates]int, onDev, n int) {
+	for _, chunks := range c.ranks {
+		for _, ch := range chunks {
+			for s, k := range ch.States {
+				counts[s] += k
+			}
+			if ch.OnDevice {
+				onDev++
+			}
+			n++
+		}
+	}
+	return counts, onDev, n
+}
+
+// stripLines wraps each rank's cells over as many lines as needed and cuts
+// the whole strip to rows lines, saying how many were left out.
+func (c *chunkStrip) stripLines(w, rows int, st styles) []string {
+	if rows <= 0 {
+		return nil
+	}
+	lw := len(fmt.Sprintf("r%d", len(c.ranks)-1))
+	cw := max(w-lw-1, 1)
+	var out []string
+	for r, chunks := range c.ranks {
+		for i := 0; i < len(chunks) || i == 0; i += cw {
+			pre := strings.Repeat(" ", lw+1)
+			if i == 0 {
+				pre = fmt.Sprintf("%-*s ", lw, fmt.Sprintf("r%d", r))
+			}
+			var b strings.Builder
+			for _, ch := range chunks[i:min(i+cw, len(chunks))] {
+				b.WriteString(glyph(ch, st))
+			}
+			out = append(out, pre+b.String())
+		}
+	}
+	if len(out) > rows {
+		left := len(out) - rows + 1
+		out = append(out[:rows-1], st.dim.Render(fmt.Sprintf("  … %d more line(s) of chunks", left)))
+	}
+	return out
+}
+
+// countsLine doubles as the legend: each state's letter, name and count.
+func (c *chunkStrip) countsLine(counts [numStates]int, st styles) string {
+	parts := make([]string, numStates)
+	for s := range numStates {
+		parts[s] = fmt.Sprintf("%s %s %d", st.state[s].Render(string(stateGlyph[s])), stateNames[s], counts[s])
+	}
+	return strings.Join(parts, "  ")
+}
+
+func (c *chunkStrip) placementLine(st styles) string {
+	return st.dim.Render(fmt.Sprintf("UPPER=device lower=host · moves →dev %d →host %d (%s)",
+		c.toDev, c.toHost, fmtBytes(c.moved)))
+}

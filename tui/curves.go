@@ -1,0 +1,108 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+
+	"resnetlab/runner"
+)
+
+// curvesPane plots the training loss (every step) and the test accuracy
+// (every epoch) of one run.
+type curvesPane struct {
+	steps  int       // steps per epoch, to place a step in the series
+	losses []float64 // by global step index; NaN where a step is missing
+	accs   []float64 // by epoch index
+}
+
+func (c *curvesPane) Update(ev runner.Event) {
+	switch e := ev.(type) {
+	case runner.RunStarted:
+		// A resumed run repeats the epochs after StartEpoch: drop them.
+		c.losses = truncate(c.losses, e.StartEpoch*max(c.steps, 0))
+		c.accs = truncate(c.accs, e.StartEpoch)
+	case runner.StepDone:
+		if e.Steps > 0 {
+			c.steps = e.Steps
+		}
+		c.losses = place(c.losses, (e.Epoch-1)*c.steps+e.Step-1, e.Loss)
+	case runner.EpochDone:
+		c.accs = place(c.accs, e.Epoch-1, e.TestAcc)
+	}
+}
+
+func truncate(xs []float64, n int) []float64 {
+	if n < len(xs) {
+		return xs[:max(n, 0)]
+	}
+	return xs
+}
+
+// place stores v at index i: a repeated index (after a resume) cuts the
+// series there, a gap is filled with NaN so x positions stay true.
+func place(xs []float64, i int, v float64) []float64 {
+	if i < 0 {
+		return xs
+	}
+	xs = truncate(xs, i)
+	for len(xs) < i {
+		xs = append(xs, math.NaN())
+	}
+	return append(xs, v)
+}
+
+// best returns the highest accuracy and its 1-based epoch (0 if none).
+func (c *curvesPane) best() (float64, int) {
+	b, at := 0.0, 0
+	for i, a := range c.accs {
+		if finite(a) && (at == 0 || a > b) {
+			b, at = a, i+1
+		}
+	}
+	return b, at
+}
+
+func (c *curvesPane) last() float64 {
+	for i := len(c.accs) - 1; i >= 0; i-- {
+		if finite(c.accs[i]) {
+			return c.accs[i]
+		}
+	}
+	return math.NaN()
+}
+
+// View renders both plots side by side when wide enough, else stacked.
+func (c *curvesPane) View(w, h int, st styles) []string {
+	if w >= 40 {
+		lw := (w - 1) / 2
+		return joinColumns(c.lossView(lw, h, st), c.accView(w-1-lw, h, st))
+	}
+	top := h / 2
+	return append(c.lossView(w, top, st), c.accView(w, h-top, st)...)
+}
+
+func (c *curvesPane) lossView(w, h int, st styles) []string {
+	title := "loss"
+	if n := len(c.losses); n > 0 && finite(c.losses[n-1]) {
+		title += fmt.Sprintf(" %.4f", c.losses[n-1])
+	}
+	p := plot{ys: c.losses, xLo: "ep1"}
+	if c.steps > 0 && len(c.losses) > 0 {
+		p.xHi = fmt.Sprintf("ep%d", (len(c.losses)-1)/c.steps+1)
+	}
+	return withTitle(rule(title, w, st), p.render(w, h-1), w, h)
+}
+
+func (c *curvesPane) accView(w, h int, st styles) []string {
+	title := "test acc"
+	if b, at := c.best(); at > 0 {
+		title += fmt.Sprintf(" %s · best %s @%d", fmtPct(c.last()), fmtPct(b), at)
+	}
+	p := plot{ys: c.accs, xLo: "1", xHi: fmt.Sprint(len(c.accs)),
+		yFmt: func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }}
+	return withTitle(rule(title, w, st), p.render(w, h-1), w, h)
+}
+
+func withTitle(title string, body []string, w, h int) []string {
+	return fitBlock(append([]string{title}, body...), w, h)
+}

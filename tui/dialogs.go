@@ -1,0 +1,150 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// dialogResult is what a dialog's Update decided.
+type dialogResult int
+
+const (
+	dialogOpen   dialogResult = iota // still waiting for the user
+	dialogCancel                     // closed without action
+	dialogYes                        // quit: checkpoint first / picker: chosen
+	dialogNo                         // quit without checkpoint
+)
+
+// quitDialog asks whether to checkpoint the running runs before quitting.
+type quitDialog struct {
+	active int // runs that are still training
+}
+
+func (d quitDialog) Update(msg tea.KeyPressMsg, k keyMap) dialogResult {
+	switch {
+	case key.Matches(msg, k.Yes):
+		return dialogYes
+	case key.Matches(msg, k.No):
+		return dialogNo
+	case key.Matches(msg, k.Cancel):
+		return dialogCancel
+	}
+	return dialogOpen
+}
+
+func (d quitDialog) View(w int, st styles) string {
+	lines := []string{st.bold.Render("Quit resnetlab?")}
+	if d.active > 0 {
+		lines = append(lines, fmt.Sprintf("%d run%s still training.", d.active, plural(d.active)))
+	} else {
+		lines = append(lines, "Queued runs will not start.")
+	}
+	lines = append(lines, "",
+		st.key.Render("y")+"    save a checkpoint, then quit",
+		st.key.Render("n")+"    quit without a checkpoint",
+		st.key.Render("esc")+"  keep running")
+	return box(lines, w, st)
+}
+
+// resumePicker lists a run's saved checkpoints, newest first.
+type resumePicker struct {
+	run    string
+	epochs []int
+	cursor int
+}
+
+// pickerRows is how many checkpoints the picker shows at once.
+const pickerRows = 8
+
+func (p *resumePicker) Update(msg tea.KeyPressMsg, k keyMap) dialogResult {
+	switch {
+	case key.Matches(msg, k.Up):
+		p.cursor = max(p.cursor-1, 0)
+	case key.Matches(msg, k.Down):
+		p.cursor = min(p.cursor+1, max(len(p.epochs)-1, 0))
+	case key.Matches(msg, k.Enter):
+		if len(p.epochs) == 0 {
+			return dialogCancel
+		}
+		return dialogYes
+	case key.Matches(msg, k.Cancel):
+		return dialogCancel
+	}
+	return dialogOpen
+}
+
+func (p *resumePicker) chosen() int { return p.epochs[p.cursor] }
+
+func (p *resumePicker) View(w int, st styles) string {
+	lines := []string{st.bold.Render("Resume " + p.run + " from checkpoint")}
+	if len(p.epochs) == 0 {
+		lines = append(lines, "", "no checkpoints saved for this run", "", st.key.Render("esc")+" close")
+		return box(lines, w, st)
+	}
+	lines = append(lines, "")
+	first := min(max(p.cursor-pickerRows/2, 0), max(len(p.epochs)-pickerRows, 0))
+	for i := first; i < min(first+pickerRows, len(p.epochs)); i++ {
+		row := fmt.Sprintf("  epoch %d", p.epochs[i])
+		if i == p.cursor {
+			row = st.sel.Render(fmt.Sprintf("▸ epoch %d", p.epochs[i]))
+		}
+		lines = append(lines, row)
+	}
+	lines = append(lines, "", st.dim.Render("↑/↓ choose · enter resume · esc cancel"))
+	return box(lines, w, st)
+}
+
+// helpView is the help overlay: every key, grouped, plus what the panes are.
+func helpView(k keyMap, w int, st styles) string {
+	h := help.New()
+	if st.plain {
+		h.Styles = help.Styles{}
+	}
+	lines := []string{st.bold.Render("resnetlab keys"), ""}
+	lines = append(lines, strings.Split(h.FullHelpView(k.FullHelp()), "\n")...)
+	lines = append(lines, "",
+		"panes: progress · loss/accuracy curves · memory per rank",
+		"       gemini chunk strip · log     (v: all runs side by side)",
+		"", st.dim.Render("press any key to close"))
+	return box(lines, w, st)
+}
+
+// box frames lines with a rounded border, cutting them to fit in w cells.
+func box(lines []string, w int, st styles) string {
+	inner := max(w-4, 1)
+	for i, l := range lines {
+		if ansi.StringWidth(l) > inner {
+			lines[i] = ansi.Truncate(l, inner, "…")
+		}
+	}
+	return st.box.Render(strings.Join(lines, "\n"))
+}
+
+// overlay draws the box centred over the base screen (h lines of w cells).
+func overlay(base []string, boxStr string, w int) []string {
+	bl := strings.Split(boxStr, "\n")
+	bw := 0
+	for _, l := range bl {
+		bw = max(bw, ansi.StringWidth(l))
+	}
+	bw = min(bw, w)
+	x := max((w-bw)/2, 0)
+	y := max((len(base)-len(bl))/2, 0)
+	out := append([]string(nil), base...)
+	for i, l := range bl {
+		if y+i >= len(out) {
+			break
+		}
+		row := out[y+i]
+		left := ansi.Truncate(row, x, "")
+		right := ansi.TruncateLeft(row, x+bw, "")
+		// Reset after each part so a style cut at the edge does not leak.
+		out[y+i] = fitLine(left+ansi.ResetStyle+fitLine(l, bw)+ansi.ResetStyle+right, w)
+	}
+	return out
+}

@@ -1,0 +1,52 @@
+package tui
+
+import "charm.land/bubbles/v2/key"
+
+// keyMap lists every binding; it feeds the footer and the help overlay
+// (bubbles/help) as well as the matching in Update.
+type keyMap struct {
+	Pause, Checkpoint, Resume key.Binding
+	Next, Prev, Compare       key.Binding
+	Help, Quit, ForceQuit     key.Binding
+	Up, Down, Enter, Cancel   key.Binding
+	Yes, No                   key.Binding
+	Exit                      key.Binding // leave once every run is finished
+}
+
+func defaultKeys() keyMap {
+	b := func(keys []string, k, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, desc))
+	}
+	return keyMap{
+		Pause:      b([]string{"p"}, "p", "pause/resume"),
+		Checkpoint: b([]string{"c"}, "c", "checkpoint now"),
+		Resume:     b([]string{"r"}, "r", "resume from checkpoint"),
+		Next:       b([]string{"tab"}, "tab", "next run"),
+		Prev:       b([]string{"shift+tab"}, "shift+tab", "previous run"),
+		Compare:    b([]string{"v"}, "v", "compare runs"),
+		Help:       b([]string{"?"}, "?", "help"),
+		Quit:       b([]string{"q"}, "q", "quit"),
+		ForceQuit:  b([]string{"ctrl+c"}, "ctrl+c", "quit now (stop runs, no checkpoint)"),
+		Up:         b([]string{"up", "k"}, "↑/k", "up"),
+		Down:       b([]string{"down", "j"}, "↓/j", "down"),
+		Enter:      b([]string{"enter"}, "enter", "choose"),
+		Cancel:     b([]string{"esc"}, "esc", "cancel"),
+		Yes:        b([]string{"y"}, "y", "checkpoint, then quit"),
+		No:         b([]string{"n"}, "n", "quit without checkpoint"),
+		Exit:       b([]string{"q", "enter", "esc", "space"}, "q/enter", "exit"),
+	}
+}
+
+// ShortHelp is the footer line.
+func (k keyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.Pause, k.Checkpoint, k.Resume, k.Next, k.Compare, k.Help, k.Quit}
+}
+
+// FullHelp is the help overlay, one column per group.
+func (k keyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Pause, k.Checkpoint, k.Resume},
+		{k.Next, k.Prev, k.Compare},
+		{k.Help, k.Quit, k.ForceQuit},
+	}
+}

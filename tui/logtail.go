@@ -1,0 +1,70 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+
+	"resnetlab/runner"
+)
+
+// logKeep bounds the log kept per run; the pane shows the newest lines.
+const logKeep = 500
+
+// logTail keeps the run's log lines (from Log events) and shows the newest.
+type logTail struct {
+	lines []runner.Log
+}
+
+func (l *logTail) Update(ev runner.Event) {
+	e, ok := ev.(runner.Log)
+	if !ok {
+		return
+	}
+	l.lines = append(l.lines, e)
+	if len(l.lines) > 2*logKeep {
+		// Copy rather than reslice so the old backing array can be freed.
+		l.lines = append([]runner.Log(nil), l.lines[len(l.lines)-logKeep:]...)
+	}
+}
+
+// View renders a title and the newest h-1 lines.
+func (l *logTail) View(w, h int, st styles) []string {
+	if h <= 0 {
+		return nil
+	}
+	out := []string{rule("log", w, st)}
+	first := max(len(l.lines)-(h-1), 0)
+	for _, e := range l.lines[first:] {
+		out = append(out, formatLog(e, st))
+	}
+	return fitBlock(out, w, h)
+}
+
+// formatLog prints "hh:mm:ss level text"; the level is shown only when it
+// is not info, and coloured.
+func formatLog(e runner.Log, st styles) string {
+	ts := "        "
+	if !e.Time.IsZero() {
+		ts = e.Time.Format("15:04:05")
+	}
+	lvl := ""
+	switch e.Level {
+	case "warn":
+		lvl = st.warn.Render("WARN") + " "
+	case "error":
+		lvl = st.bad.Render("ERROR") + " "
+	}
+	return fmt.Sprintf("%s %s%s", st.dim.Render(ts), lvl, oneLine(e.Text))
+}
+
+// oneLine replaces control characters (newlines, tabs, escapes) by spaces:
+// a log line must stay one screen line and must not move the cursor.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}

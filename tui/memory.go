@@ -1,0 +1,233 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"resnetlab/runner"
+)
+
+// memoryPane shows every rank's device and host memory as stacked bars, one
+// segment per category, with the device budget and the peak marked.
+type memoryPane struct {
+	ranks []runner.MemoryUsage // indexed by rank
+	seen  []bool
+}
+
+func (m *memoryPane) Update(ev runner.Event) {
+	switch e := ev.(type) {
+	case runner.RunStarted:
+		m.ranks, m.seen = nil, nil
+	case runner.MemoryUsage:
+		if e.Rank < 0 {
+			return
+		}
+		for len(m.ranks) <= e.Rank {
+			m.ranks = append(m.ranks, runner.MemoryUsage{})
+			m.seen = append(m.seen, false)
+		}
+		m.ranks[e.Rank], m.seen[e.Rank] = e, true
+	}
+}
+
+// peakDevice is the largest device peak over all ranks.
+func (m *memoryPane) peakDevice() int64 {
+	var p int64
+	for _, u := range m.ranks {
+		p = max(p, u.DevicePeak, total(u.Device))
+	}
+	return p
+}
+
+func total(c [6]int64) int64 {
+	var t int64
+	for _, b := range c {
+		t += b
+	}
+	return t
+}
+
+// View renders the pane into exactly h lines of w cells.
+func (m *memoryPane) View(w, h int, st styles) []string {
+	title := "memory"
+	if n := len(m.ranks); n > 0 {
+		title = fmt.Sprintf("memory · %d rank%s", n, plural(n))
+	}
+	lines := []string{rule(title, w, st)}
+	if len(m.ranks) == 0 {
+		lines = append(lines, st.dim.Render("  waiting for memory reports…"))
+		return fitBlock(lines, w, h)
+	}
+	leg := legend(w, st)
+	room := h - 1 - len(leg) // title and legend
+	shown := 0
+	lw := len(fmt.Sprintf("r%d", len(m.ranks)-1))
+	for r := range m.ranks {
+		if room < 2 || (room < 4 && r < len(m.ranks)-1) {
+			break // keep a line for "+N more"
+		}
+		lines = append(lines, m.rankLines(r, lw, w, st)...)
+		room -= 2
+		shown++
+	}
+	if shown < len(m.ranks) {
+		lines = append(lines, st.dim.Render(fmt.Sprintf("  +%d more rank(s)", len(m.ranks)-shown)))
+		room--
+	}
+	lines = append(lines, leg...)
+	if room >= 3 && w >= 56 {
+		lines = append(lines, m.table(lw, min(room, 1+2*len(m.ranks)), st)...)
+	}
+	return fitBlock(lines, w, h)
+}
+
+// height is the number of lines the pane needs to show everything at width
+// w: title, two lines per rank, legend and the per-category table.
+func (m *memoryPane) height(w int, st styles) int {
+	n := max(len(m.ranks), 1)
+	h := 1 + 2*n + len(legend(w, st))
+	if w >= 56 && len(m.ranks) > 0 {
+		h += 1 + 2*n
+	}
+	return h
+}
+
+// rankLines is one rank's device and host bars.
+func (m *memoryPane) rankLines(r, lw, w int, st styles) []string {
+	u := m.ranks[r]
+	if !m.seen[r] {
+		return []string{fmt.Sprintf("%-*s --", lw, fmt.Sprintf("r%d", r)), ""}
+	}
+	limit := u.Budget
+	if limit == 0 {
+		limit = u.Capacity
+	}
+	used := total(u.Device)
+	dsuf := fmtBytes(used)
+	if limit > 0 {
+		dsuf += "/" + fmtBytes(limit)
+	}
+	dsuf += " pk " + fmtBytes(max(u.DevicePeak, used))
+	if u.Budget > 0 && used > u.Budget {
+		dsuf = st.bad.Render(dsuf)
+	}
+	hused := total(u.Host)
+	hsuf := fmtBytes(hused) + " pk " + fmtBytes(max(u.HostPeak, hused))
+	sw := max(ansi.StringWidth(dsuf), len(hsuf))
+	bw := w - lw - 6 - sw - 1
+	pre := fmt.Sprintf("%-*s ", lw, fmt.Sprintf("r%d", r))
+	blank := strings.Repeat(" ", lw+1)
+	return []string{
+		pre + "dev  " + stackedBar(u.Device, limit, u.DevicePeak, bw, st) + " " + dsuf,
+		blank + "host " + stackedBar(u.Host, 0, u.HostPeak, bw, st) + " " + hsuf,
+	}
+}
+
+// stackedBar draws the categories side by side over w cells, scaled to the
+// largest of limit, peak and use. '│' marks the limit, '┊' the peak; free
+// cells are '·'. Segment ends are rounded from the running sum so that the
+// segments add up exactly to the rounded total.
+func stackedBar(c [6]int64, limit, peak int64, w int, st styles) string {
+	if w < 4 {
+		return ""
+	}
+	used := total(c)
+	scale := max(limit, peak, used)
+	if scale <= 0 {
+		return st.dim.Render(strings.Repeat("·", w))
+	}
+	cell := func(b int64) int { return int(math.Round(float64(b) / float64(scale) * float64(w))) }
+	var sb strings.Builder
+	var cum int64
+	at := 0
+	for i, b := range c {
+		cum += b
+		end := cell(cum)
+		if n := end - at; n > 0 {
+			g := "█"
+			if st.plain {
+				g = string(catGlyph[i])
+			}
+			sb.WriteString(st.cat[i].Render(strings.Repeat(g, n)))
+		}
+		at = max(at, end)
+	}
+	free := []rune(strings.Repeat("·", w-at))
+	mark := func(b int64, r rune) {
+		if i := cell(b) - 1 - at; b > 0 && i >= 0 && i < len(free) {
+			free[i] = r
+		}
+	}
+	mark(peak, '┊')
+	mark(limit, '│') // the limit wins a shared cell: it is the harder fact
+	sb.WriteString(st.dim.Render(string(free)))
+	return sb.String()
+}
+
+// legend names the category glyphs (letters without colour, colours with),
+// packed into as few lines of w cells as possible.
+func legend(w int, st styles) []string {
+	items := make([]string, 0, 8)
+	for i, n := range catShort {
+		g := "■"
+		if st.plain {
+			g = string(catGlyph[i])
+		}
+		items = append(items, st.cat[i].Render(g)+" "+n)
+	}
+	items = append(items, st.dim.Render("│ budget"), st.dim.Render("┊ peak"))
+	return pack(items, w)
+}
+
+// pack joins items with two spaces, starting a new line when one is full.
+func pack(items []string, w int) []string {
+	var lines []string
+	cur := ""
+	for _, it := range items {
+		switch {
+		case cur == "":
+			cur = it
+		case ansi.StringWidth(cur)+2+ansi.StringWidth(it) <= w:
+			cur += "  " + it
+		default:
+			lines = append(lines, cur)
+			cur = it
+		}
+	}
+	return append(lines, cur)
+}
+
+// table lists the bytes per category for the ranks that fit in h lines.
+func (m *memoryPane) table(lw, h int, st styles) []string {
+	head := fmt.Sprintf("%-*s     ", lw, "")
+	for _, n := range catShort {
+		head += fmt.Sprintf(" %6s", n)
+	}
+	out := []string{st.dim.Render(head)}
+	for r, u := range m.ranks {
+		if len(out)+2 > h {
+			break
+		}
+		out = append(out, tableRow(fmt.Sprintf("%-*s dev ", lw, fmt.Sprintf("r%d", r)), u.Device))
+		out = append(out, tableRow(fmt.Sprintf("%-*s host", lw, ""), u.Host))
+	}
+	return out
+}
+
+func tableRow(label string, c [6]int64) string {
+	s := label
+	for _, b := range c {
+		s += fmt.Sprintf(" %6s", fmtBytes(b))
+	}
+	return s
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

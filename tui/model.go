@@ -1,0 +1,166 @@
+// Package tui is resnetlab's terminal front end (bubbletea v2). It reads the
+// runner's event stream and sends runs commands through the callbacks in
+// Options; the runner knows nothing about it.
+//
+// Structure: the root Model routes messages; every run owns one component
+// per pane (progress, memory, chunk strip, curves, log) that updates itself
+// from the run's events; the header, comparison view and dialogs render from
+// that state.
+package tui
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+
+	"resnetlab/runner"
+)
+
+// Options connects the TUI to a runner.
+type Options struct {
+	Title       string           // spec name + path
+	Runs        []runner.RunInfo // every cell of the grid, in order
+	Events      <-chan runner.Event
+	Send        func(run string, c runner.Command) // deliver a command; must not block for long
+	Checkpoints func(run string) []int             // epochs with a saved checkpoint, for the r key
+}
+
+// Messages of the root model.
+type (
+	eventMsg        struct{ ev runner.Event }
+	eventsClosedMsg struct{}
+	checkpointsMsg  struct {
+		run    string
+		epochs []int
+	}
+)
+
+type overlayKind int
+
+const (
+	noOverlay overlayKind = iota
+	helpOverlay
+	quitOverlay
+	pickerOverlay
+)
+
+// Model is the root tea.Model.
+type Model struct {
+	opts     Options
+	keys     keyMap
+	st       styles
+	head     header
+	w, h     int
+	runs     []*run
+	byID     map[string]int
+	sel      int
+	follow   bool // the selection jumps to each run that starts until tab is used
+	compare  bool
+	overlay  overlayKind
+	quitDlg  quitDialog
+	picker   resumePicker
+	notice   string
+	stopping map[string]bool // runs sent Stop; quit once all have finished
+	closed   bool            // the event channel was closed
+}
+
+// New builds the model for the given runner connection.
+func New(o Options) Model {
+	m := Model{
+		opts: o, keys: defaultKeys(), st: newStyles(false), head: header{title: o.Title},
+		byID: map[string]int{}, follow: true, stopping: map[string]bool{},
+	}
+	for _, info := range o.Runs {
+		m.addRun(info)
+	}
+	return m
+}
+
+// Run runs the program until the user quits, or until every run has
+// finished and a key is pressed. Cancelling ctx ends it too.
+func Run(ctx context.Context, o Options) error {
+	p := tea.NewProgram(New(o), tea.WithContext(ctx))
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+func (m *Model) addRun(info runner.RunInfo) *run {
+	if i, ok := m.byID[info.ID]; ok {
+		return m.runs[i]
+	}
+	m.byID[info.ID] = len(m.runs)
+	r := newRun(info)
+	m.runs = append(m.runs, r)
+	return r
+}
+
+// Init starts reading the event channel.
+func (m Model) Init() tea.Cmd { return m.waitEvent() }
+
+// waitEvent is the command that blocks for the next runner event; it is
+// issued again after every event, so exactly one read is pending.
+func (m Model) waitEvent() tea.Cmd {
+	ch := m.opts.Events
+	if ch == nil || m.closed {
+		return nil
+	}
+	return func() tea.Msg {
+		ev, ok := <-ch
+		if !ok {
+			return eventsClosedMsg{}
+		}
+		return eventMsg{ev}
+	}
+}
+
+// Update routes a message to the handler of its kind.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.w, m.h = msg.Width, msg.Height
+	case tea.ColorProfileMsg:
+		m.st = newStyles(msg.Profile <= colorprofile.ASCII)
+	case eventMsg:
+		return m.onEvent(msg.ev)
+	case eventsClosedMsg:
+		m.closed = true
+		m.notice = "event stream closed"
+		if len(m.stopping) > 0 {
+			return m, tea.Quit
+		}
+	case checkpointsMsg:
+		m.picker = resumePicker{run: msg.run, epochs: msg.epochs}
+		m.overlay = pickerOverlay
+	case tea.KeyPressMsg:
+		return m.onKey(msg)
+	}
+	return m, nil
+}
+
+// selected is the run shown on the dashboard (nil before any run is known).
+func (m Model) selected() *run {
+	if len(m.runs) == 0 {
+		return nil
+	}
+	return m.runs[m.sel]
+}
+
+// allFinished reports whether every known run has sent RunFinished.
+func (m Model) allFinished() bool {
+	if m.closed {
+		return true
+	}
+	return len(m.runs) > 0 && !slices.ContainsFunc(m.runs, func(r *run) bool { return !r.status.finished() })
+}
+
+func (m Model) send(run string, c runner.Command) {
+	if m.opts.Send != nil {
+		m.opts.Send(run, c)
+	}
+}

@@ -1,0 +1,103 @@
+package tui
+
+import (
+	"resnetlab/runner"
+)
+
+// status is what the TUI knows about a run. The pending states (pausing,
+// resuming) are entered when a command is sent and left only when the runner
+// confirms, so the screen never claims more than the runner has done.
+type status int
+
+const (
+	stQueued status = iota
+	stRunning
+	stPausing
+	stPaused
+	stResuming
+	stDone
+	stFailed
+	stStopped
+)
+
+var statusNames = [...]string{"QUEUED", "RUNNING", "PAUSING…", "PAUSED", "RESUMING…", "DONE", "FAILED", "STOPPED"}
+
+func (s status) String() string { return statusNames[s] }
+
+// active reports whether the run is training (possibly paused) and so can
+// take Pause, CheckpointNow and Stop.
+func (s status) active() bool { return s >= stRunning && s <= stResuming }
+
+// finished reports whether the run sent RunFinished.
+func (s status) finished() bool { return s >= stDone }
+
+// run is one grid cell: its info, status and one component per pane. Each
+// component keeps its own state and updates itself from the run's events.
+type run struct {
+	info     runner.RunInfo
+	status   status
+	result   *runner.Result
+	err      error
+	lastCkpt *runner.CheckpointSaved
+
+	prog   progressPane
+	mem    memoryPane
+	chunks chunkStrip
+	curves curvesPane
+	log    logTail
+}
+
+func newRun(info runner.RunInfo) *run {
+	r := &run{info: info}
+	r.setInfo(info)
+	return r
+}
+
+// setInfo (re)configures the panes that depend on the run's shape.
+func (r *run) setInfo(info runner.RunInfo) {
+	r.info = info
+	r.prog.epochs, r.prog.steps = info.Epochs, info.StepsPerEpoch
+	r.chunks.gemini = info.Plugin == "gemini"
+	r.curves.steps = info.StepsPerEpoch
+}
+
+// Update applies one runner event to the run and its panes.
+func (r *run) Update(ev runner.Event) {
+	switch e := ev.(type) {
+	case runner.RunQueued:
+		r.setInfo(e.Info)
+	case runner.RunStarted:
+		r.setInfo(e.Info)
+		r.status, r.result, r.err = stRunning, nil, nil
+	case runner.StepDone:
+		if r.status == stQueued || r.status == stResuming {
+			r.status = stRunning // a step proves the run is going
+		}
+	case runner.Paused:
+		r.status = stPaused
+	case runner.Resumed:
+		r.status = stRunning
+	case runner.CheckpointSaved:
+		c := e
+		r.lastCkpt = &c
+	case runner.RunFinished:
+		r.finish(e)
+	}
+	r.prog.Update(ev)
+	r.mem.Update(ev)
+	r.chunks.Update(ev)
+	r.curves.Update(ev)
+	r.log.Update(ev)
+}
+
+func (r *run) finish(e runner.RunFinished) {
+	r.result, r.err = e.Result, e.Err
+	switch {
+	case e.Result != nil && e.Result.Status == "stopped":
+		r.status = stStopped
+	case e.Err != nil || (e.Result != nil && e.Result.Status == "failed"):
+		r.status = stFailed
+	default:
+		r.status = stDone
+	}
+}

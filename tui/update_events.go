@@ -1,0 +1,81 @@
+package tui
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"resnetlab/runner"
+)
+
+// onEvent hands a runner event to its run, updates the notice line and
+// re-issues the read of the next event.
+func (m Model) onEvent(ev runner.Event) (tea.Model, tea.Cmd) {
+	r := m.runFor(ev)
+	wasDone := m.allFinished()
+	r.Update(ev)
+	switch e := ev.(type) {
+	case runner.RunStarted:
+		if m.follow || !m.runs[m.sel].status.active() {
+			m.sel = m.byID[e.Info.ID]
+		}
+		if e.StartEpoch > 0 {
+			m.notice = fmt.Sprintf("%s resumed from epoch %d", e.Info.ID, e.StartEpoch)
+		}
+	case runner.Paused:
+		m.notice = fmt.Sprintf("%s paused at epoch %d step %d · p resumes", e.Run, e.Epoch, e.Step)
+	case runner.Resumed:
+		m.notice = e.Run + " resumed"
+	case runner.CheckpointSaved:
+		m.notice = m.st.ok.Render("✓") + " " + savedText(e)
+	case runner.RunFinished:
+		m.notice = finishedText(r)
+		if m.stopping[e.Run] {
+			delete(m.stopping, e.Run)
+			if len(m.stopping) == 0 {
+				return m, tea.Quit
+			}
+		}
+	}
+	if !wasDone && m.allFinished() && len(m.stopping) == 0 {
+		m.notice = "all runs finished · v compares them · q or enter exits"
+	}
+	return m, m.waitEvent()
+}
+
+// runFor finds the event's run, adding runs the grid did not list.
+func (m *Model) runFor(ev runner.Event) *run {
+	if i, ok := m.byID[ev.RunID()]; ok {
+		return m.runs[i]
+	}
+	switch e := ev.(type) {
+	case runner.RunQueued:
+		return m.addRun(e.Info)
+	case runner.RunStarted:
+		return m.addRun(e.Info)
+	}
+	return m.addRun(runner.RunInfo{ID: ev.RunID()})
+}
+
+func savedText(e runner.CheckpointSaved) string {
+	names := make([]string, len(e.Files))
+	for i, f := range e.Files {
+		names[i] = filepath.Base(f)
+	}
+	return fmt.Sprintf("checkpoint saved: %s epoch %d → %s (%s)", e.Run, e.Epoch, e.Dir, strings.Join(names, ", "))
+}
+
+func finishedText(r *run) string {
+	switch r.status {
+	case stFailed:
+		if r.err != nil {
+			return fmt.Sprintf("%s failed: %v", r.info.ID, r.err)
+		}
+		return r.info.ID + " failed"
+	case stStopped:
+		return r.info.ID + " stopped"
+	}
+	return fmt.Sprintf("%s done · final acc %s", r.info.ID, finalAcc(r))
+}

@@ -1,0 +1,173 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"resnetlab/runner"
+)
+
+// onKey routes a key to the open overlay, or else to the dashboard actions.
+func (m Model) onKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	if key.Matches(msg, m.keys.ForceQuit) {
+		m.stopActive(false)
+		return m, tea.Quit
+	}
+	if len(m.stopping) > 0 {
+		m.notice = fmt.Sprintf("waiting for %d run(s) to stop · ctrl+c quits at once", len(m.stopping))
+		return m, nil
+	}
+	switch m.overlay {
+	case helpOverlay:
+		m.overlay = noOverlay
+		return m, nil
+	case quitOverlay:
+		return m.onQuitKey(msg)
+	case pickerOverlay:
+		return m.onPickerKey(msg)
+	}
+	return m.onDashboardKey(msg)
+}
+
+func (m Model) onDashboardKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	k := m.keys
+	r := m.selected()
+	switch {
+	case m.allFinished() && key.Matches(msg, k.Exit):
+		return m, tea.Quit
+	case r == nil:
+		return m, nil
+	case key.Matches(msg, k.Pause):
+		m.togglePause(r)
+	case key.Matches(msg, k.Checkpoint):
+		m.checkpointNow(r)
+	case key.Matches(msg, k.Resume):
+		return m, m.loadCheckpoints(r.info.ID)
+	case key.Matches(msg, k.Next):
+		m.sel, m.follow = (m.sel+1)%len(m.runs), false
+	case key.Matches(msg, k.Prev):
+		m.sel, m.follow = (m.sel+len(m.runs)-1)%len(m.runs), false
+	case key.Matches(msg, k.Compare):
+		m.compare = !m.compare
+	case key.Matches(msg, k.Cancel):
+		m.compare = false
+	case key.Matches(msg, k.Help):
+		m.overlay = helpOverlay
+	case key.Matches(msg, k.Quit):
+		m.quitDlg = quitDialog{active: m.countActive()}
+		m.overlay = quitOverlay
+	}
+	return m, nil
+}
+
+// togglePause sends Pause or Resume; the status says PAUSED/RUNNING only
+// when the runner confirms with Paused/Resumed.
+func (m *Model) togglePause(r *run) {
+	id := r.info.ID
+	switch r.status {
+	case stRunning:
+		m.send(id, runner.Pause{})
+		r.status = stPausing
+		m.notice = "pause requested for " + id + " (takes effect after the current step)"
+	case stPaused:
+		m.send(id, runner.Resume{})
+		r.status = stResuming
+		m.notice = "resume requested for " + id
+	case stPausing, stResuming:
+		m.notice = "waiting for " + id + " to confirm"
+	default:
+		m.notice = id + " is not training (" + r.status.String() + ")"
+	}
+}
+
+func (m *Model) checkpointNow(r *run) {
+	id := r.info.ID
+	if !r.status.active() {
+		m.notice = id + " is not training (" + r.status.String() + "): nothing to checkpoint"
+		return
+	}
+	m.send(id, runner.CheckpointNow{})
+	m.notice = "checkpoint requested for " + id + "…"
+}
+
+// loadCheckpoints lists the run's checkpoints off the UI loop (it may read
+// a directory) and answers with a checkpointsMsg that opens the picker.
+func (m Model) loadCheckpoints(id string) tea.Cmd {
+	list := m.opts.Checkpoints
+	return func() tea.Msg {
+		var eps []int
+		if list != nil {
+			eps = slices.Clone(list(id))
+		}
+		slices.Sort(eps)
+		slices.Reverse(eps) // newest first: the usual choice
+		return checkpointsMsg{run: id, epochs: slices.Compact(eps)}
+	}
+}
+
+func (m Model) onQuitKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	switch m.quitDlg.Update(msg, m.keys) {
+	case dialogYes:
+		return m.stopAndQuit(true)
+	case dialogNo:
+		return m.stopAndQuit(false)
+	case dialogCancel:
+		m.overlay = noOverlay
+	}
+	return m, nil
+}
+
+func (m Model) onPickerKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	switch m.picker.Update(msg, m.keys) {
+	case dialogYes:
+		e := m.picker.chosen()
+		m.send(m.picker.run, runner.ResumeFrom{Epoch: e})
+		m.notice = fmt.Sprintf("resume of %s from epoch %d requested", m.picker.run, e)
+		m.overlay = noOverlay
+	case dialogCancel:
+		m.overlay = noOverlay
+	}
+	return m, nil
+}
+
+// stopAndQuit sends Stop to every training run and quits once they have all
+// finished (at once when none is training).
+func (m Model) stopAndQuit(checkpoint bool) (tea.Model, tea.Cmd) {
+	m.overlay = noOverlay
+	n := m.stopActive(checkpoint)
+	if n == 0 || m.closed {
+		return m, tea.Quit
+	}
+	what := "without checkpoint"
+	if checkpoint {
+		what = "checkpointing first"
+	}
+	m.notice = fmt.Sprintf("stopping %d run(s), %s… ctrl+c quits at once", n, what)
+	return m, nil
+}
+
+// stopActive sends Stop to the training runs and remembers them.
+func (m *Model) stopActive(checkpoint bool) int {
+	n := 0
+	for _, r := range m.runs {
+		if r.status.active() {
+			m.send(r.info.ID, runner.Stop{Checkpoint: checkpoint})
+			m.stopping[r.info.ID] = true
+			n++
+		}
+	}
+	return n
+}
+
+func (m Model) countActive() int {
+	n := 0
+	for _, r := range m.runs {
+		if r.status.active() {
+			n++
+		}
+	}
+	return n
+}

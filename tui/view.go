@@ -1,0 +1,144 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+)
+
+// Sizes used before the first WindowSizeMsg, and the threshold of the wide
+// (three-row, two-column) layout.
+const (
+	defaultW, defaultH = 80, 24
+	wideW, wideH       = 120, 30
+)
+
+// View renders the full screen in the alternate screen buffer.
+func (m Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	v.WindowTitle = "resnetlab"
+	if r := m.selected(); r != nil {
+		v.WindowTitle += " · " + r.info.ID
+	}
+	return v
+}
+
+// render returns exactly h lines of w cells: header, body, notice, footer,
+// with any dialog drawn on top.
+func (m Model) render() string {
+	w, h := m.w, m.h
+	if w <= 0 || h <= 0 {
+		w, h = defaultW, defaultH
+	}
+	r := m.selected()
+	if r == nil {
+		return strings.Join(fitBlock([]string{"resnetlab " + m.opts.Title, "waiting for runs…"}, w, h), "\n")
+	}
+	lines := m.head.View(r, m.sel, len(m.runs), w, m.st)
+	bodyH := max(h-len(lines)-2, 0)
+	if m.compare {
+		lines = append(lines, compareView(m.runs, m.sel, w, bodyH, m.st)...)
+	} else {
+		lines = append(lines, dashboard(r, w, bodyH, m.st)...)
+	}
+	lines = append(lines, fitLine(m.noticeLine(), w), fitLine(m.footer(w), w))
+	lines = fitBlock(lines, w, h)
+	if box := m.overlayBox(w); box != "" {
+		lines = overlay(lines, box, w)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m Model) noticeLine() string {
+	if m.notice == "" {
+		return ""
+	}
+	return m.st.key.Render("»") + " " + oneLine(m.notice)
+}
+
+func (m Model) overlayBox(w int) string {
+	switch m.overlay {
+	case helpOverlay:
+		return helpView(m.keys, w, m.st)
+	case quitOverlay:
+		return m.quitDlg.View(w, m.st)
+	case pickerOverlay:
+		return m.picker.View(w, m.st)
+	}
+	return ""
+}
+
+// footer is the key hint line (bubbles/help), adapted to the state.
+func (m Model) footer(w int) string {
+	h := help.New()
+	h.SetWidth(w)
+	if m.st.plain {
+		h.Styles = help.Styles{}
+	}
+	k := m.keys
+	switch {
+	case len(m.stopping) > 0:
+		return fmt.Sprintf("stopping %d run(s)… ctrl+c quits at once", len(m.stopping))
+	case m.allFinished():
+		return h.ShortHelpView([]key.Binding{k.Exit, k.Next, k.Compare, k.Resume, k.Help})
+	}
+	return h.ShortHelpView(k.ShortHelp())
+}
+
+// dashboard lays out the run's panes in w x h cells.
+func dashboard(r *run, w, h int, st styles) []string {
+	if h <= 0 {
+		return nil
+	}
+	prog := r.prog.View(w, st)
+	if h <= len(prog) {
+		return fitBlock(prog, w, h)
+	}
+	rest := h - len(prog)
+	var body []string
+	if w >= wideW && h >= wideH-4 {
+		body = wideBody(r, w, rest, st)
+	} else {
+		body = narrowBody(r, w, rest, st)
+	}
+	return fitBlock(append(prog, body...), w, h)
+}
+
+// narrowBody stacks: curves beside memory, chunk strip (gemini only), log.
+func narrowBody(r *run, w, h int, st styles) []string {
+	chunkH := 0
+	if r.chunks.gemini {
+		chunkH = min(3+max(len(r.chunks.ranks), 1), h/4+1)
+	}
+	logH := max(h/4, 3)
+	midH := max(h-chunkH-logH, 0)
+	if midH < 6 { // too short for plots: give the room to the log
+		logH, midH = h-chunkH, 0
+	}
+	var mid []string
+	if w >= 70 {
+		memW := w * 45 / 100
+		mid = joinColumns(r.curves.View(w-memW-1, midH, st), r.mem.View(memW, midH, st))
+	} else {
+		memH := min(2+2*max(len(r.mem.ranks), 1), midH/2)
+		mid = append(r.curves.View(w, midH-memH, st), r.mem.View(w, memH, st)...)
+	}
+	out := append(mid, r.chunks.View(w, chunkH, st)...)
+	return append(out, r.log.View(w, max(logH, 0), st)...)
+}
+
+// wideBody is two columns: memory above the chunk strip on the left, the
+// curves above the log on the right.
+func wideBody(r *run, w, h int, st styles) []string {
+	leftW := w * 40 / 100
+	rightW := w - leftW - 1
+	memH := min(r.mem.height(leftW, st), h*60/100)
+	curvesH := h * 55 / 100
+	left := append(r.mem.View(leftW, memH, st), r.chunks.View(leftW, h-memH, st)...)
+	right := append(r.curves.View(rightW, curvesH, st), r.log.View(rightW, h-curvesH, st)...)
+	return joinColumns(left, right)
+}
