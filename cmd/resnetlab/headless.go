@@ -50,9 +50,9 @@ func (h *headless) handle(ev runner.Event) {
 	case runner.RunStarted:
 		h.infos[e.Info.ID] = e.Info
 		if e.StartEpoch > 0 {
-			h.printf(e.Info.ID, "resumed from the checkpoint of epoch %d", e.StartEpoch)
+			h.printf(e.Info.ID, "resumed from the checkpoint of epoch %d%s", e.StartEpoch, placement(e.Info))
 		} else {
-			h.printf(e.Info.ID, "started")
+			h.printf(e.Info.ID, "started%s", placement(e.Info))
 		}
 	case runner.StepDone:
 		h.step(e)
@@ -76,13 +76,21 @@ func (h *headless) handle(ev runner.Event) {
 
 func (h *headless) queued(info runner.RunInfo) {
 	h.infos[info.ID] = info
-	where := info.Backend
-	if len(info.Devices) > 0 {
-		where += " (" + strings.Join(info.Devices, ", ") + ")"
-	}
-	h.printf(info.ID, "queued: %s %s, %d rank%s on %s, %s, %d epochs x %d steps",
-		info.Plugin, info.Precision, info.Ranks, plural(info.Ranks), where, info.Dataset,
+	h.printf(info.ID, "queued: %s %s, %d rank%s%s, %s, %d epochs x %d steps",
+		info.Plugin, info.Precision, info.Ranks, plural(info.Ranks), placement(info), info.Dataset,
 		info.Epochs, info.StepsPerEpoch)
+}
+
+// placement is " on cuda (cuda:0, cuda:1)", or "" before the backend is known.
+func placement(info runner.RunInfo) string {
+	if info.Backend == "" {
+		return ""
+	}
+	s := " on " + info.Backend
+	if len(info.Devices) > 0 {
+		s += " (" + strings.Join(info.Devices, ", ") + ")"
+	}
+	return s
 }
 
 func (h *headless) step(e runner.StepDone) {

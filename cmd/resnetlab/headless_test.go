@@ -20,7 +20,9 @@ func TestHeadlessLines(t *testing.T) {
 		h.handle(runner.StepDone{Run: info.ID, Epoch: 1, Step: s, Steps: 250, Loss: 2.25, LossScale: 32,
 			StepTime: 12500 * time.Microsecond, ImagesPerSec: 16000, Skipped: s == 3})
 	}
-	h.handle(runner.RunQueued{Info: info})
+	queued := info
+	queued.Backend, queued.Devices = "", nil // not known yet when queued
+	h.handle(runner.RunQueued{Info: queued})
 	h.handle(runner.RunStarted{Info: info})
 	step(1, 0)             // first step: printed
 	step(2, 9*time.Second) // 9 s later: throttled
@@ -38,8 +40,8 @@ func TestHeadlessLines(t *testing.T) {
 	h.handle(runner.RunFinished{Run: info.ID, Result: &runner.Result{Run: info.ID, Status: "done",
 		FinalTestAcc: 0.8512, BestTestAcc: 0.854, TrainSeconds: 2500, ImagesPerSecond: 16000,
 		EpochResults: []runner.EpochResult{{Epoch: 1}}, Epochs: 80}})
-	want := `[gemini-fp16-2] queued: gemini fp16, 2 ranks on cuda (cuda:0, cuda:1), cifar10, 80 epochs x 250 steps
-[gemini-fp16-2] started
+	want := `[gemini-fp16-2] queued: gemini fp16, 2 ranks, cifar10, 80 epochs x 250 steps
+[gemini-fp16-2] started on cuda (cuda:0, cuda:1)
 [gemini-fp16-2] epoch 1/80 step 1/250: loss 2.2500, loss scale 32, 12.5 ms/step, 16000 img/s
 [gemini-fp16-2] epoch 1/80 step 3/250: loss 2.2500, loss scale 32 (step skipped: inf/nan gradients), 12.5 ms/step, 16000 img/s
 [gemini-fp16-2] warn: loss scale fell to 1
@@ -49,7 +51,7 @@ using 2 GPUs
 [gemini-fp16-2] checkpoint of epoch 5 saved in ck (3 files)
 [gemini-fp16-2] paused at epoch 6 step 7
 [gemini-fp16-2] resumed
-[gemini-fp16-2] resumed from the checkpoint of epoch 5
+[gemini-fp16-2] resumed from the checkpoint of epoch 5 on cuda (cuda:0, cuda:1)
 [gemini-fp16-2] done: final test acc 85.12% (best 85.40%), 2500.0 s of training, 16000 img/s
 `
 	if out.String() != want {

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+
+	"resnetlab/runner"
+	"resnetlab/tui"
+)
+
+// The terminal UI is built in. Deleting this file gives a headless-only
+// build (run then falls back to headless output).
+func init() { startTUI = runTUI }
+
+func runTUI(ctx context.Context, spec *runner.Spec, cells []runner.Cell,
+	events <-chan runner.Event, cmds chan<- runner.Command) error {
+	return tui.Run(ctx, tuiOptions(spec, cells, events, cmds))
+}
+
+// tuiOptions connects the UI to a run of spec. RunSpec runs the cells one
+// after another and applies each command to the run in progress, so Send
+// forwards commands whatever run the UI addressed them to.
+func tuiOptions(spec *runner.Spec, cells []runner.Cell, events <-chan runner.Event,
+	cmds chan<- runner.Command) tui.Options {
+	dirs := map[string]string{}
+	infos := make([]runner.RunInfo, len(cells))
+	for i, c := range cells {
+		dirs[c.ID] = c.CheckpointDir
+		infos[i] = runner.RunInfo{ID: c.ID, Spec: spec.Name, Plugin: c.Plugin, Precision: c.Precision,
+			Ranks: c.GPUs, Dataset: spec.Dataset, Epochs: spec.Epochs, CheckpointDir: c.CheckpointDir}
+	}
+	return tui.Options{
+		Title:  spec.Name + " · " + spec.File,
+		Runs:   infos,
+		Events: events,
+		Send: func(run string, c runner.Command) {
+			select { // never block the UI; the buffer only fills once no run reads it
+			case cmds <- c:
+			default:
+			}
+		},
+		Checkpoints: func(run string) []int {
+			epochs, _ := runner.ListCheckpoints(dirs[run])
+			return epochs
+		},
+	}
+}
