@@ -89,6 +89,13 @@ func TestWriteFuzzCorpus(t *testing.T) {
 		dir := filepath.Join("testdata", "fuzz", name)
 		os.MkdirAll(dir, 0o755)
 		seeds := [][]byte{data, data[:len(data)*2/3]}
+		if name == "FuzzReadPth" { // a real torch.save file: views, shared storages, BUILD
+			real, err := os.ReadFile("testdata/torch/torch_small.pth")
+			if err != nil {
+				t.Fatal(err)
+			}
+			seeds = append(seeds, real)
+		}
 		for range 3 {
 			b := bytes.Clone(data)
 			b[rng.IntN(len(b))] ^= 0xff

@@ -5,6 +5,12 @@
 // Tensors are held in memory as float32 (F32, F16, BF16) or int64 (I64) values; the
 // dtype records how they are stored on disk. Half-precision values are converted with
 // round-to-nearest-even on write and exactly on read.
+//
+// Limits, by design: only state dicts (a dict of str -> tensor) of the four dtypes;
+// torch.save archives must be uncompressed (as torch writes them) and little-endian;
+// the legacy pre-1.6 torch.save format is refused; single tensors of 4 GiB or more are
+// not written; views may hold at most 16 elements per file byte in total, so a
+// crafted file cannot make the reader allocate without bound.
 package torchfmt
 
 import (
