@@ -72,19 +72,51 @@ func (b *Backend) BatchNormForward(y, x, gamma, beta, runMean, runVar, saveMean,
 func channelMeanVar(x []float32, ch, n, c, hw int) (mean, variance float64) {
 	var s float64
 	for i := range n {
-		for _, v := range x[(i*c+ch)*hw : (i*c+ch+1)*hw] {
-			s += float64(v)
-		}
+		s += sum64(x[(i*c+ch)*hw : (i*c+ch+1)*hw])
 	}
 	mean = s / float64(n*hw)
 	var q float64
 	for i := range n {
-		for _, v := range x[(i*c+ch)*hw : (i*c+ch+1)*hw] {
-			d := float64(v) - mean
-			q += d * d
-		}
+		q += sqDev64(x[(i*c+ch)*hw:(i*c+ch+1)*hw], mean)
 	}
 	return mean, q / float64(n*hw)
+}
+
+// sum64 sums in float64 with four interleaved accumulators (to hide the
+// add latency), combined in a fixed order.
+func sum64(v []float32) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		w := (*[4]float32)(v[i:])
+		s0 += float64(w[0])
+		s1 += float64(w[1])
+		s2 += float64(w[2])
+		s3 += float64(w[3])
+	}
+	for ; i < len(v); i++ {
+		s0 += float64(v[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// sqDev64 is the sum of (v-mean)^2 in float64, like sum64.
+func sqDev64(v []float32, mean float64) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		w := (*[4]float32)(v[i:])
+		d0, d1, d2, d3 := float64(w[0])-mean, float64(w[1])-mean, float64(w[2])-mean, float64(w[3])-mean
+		s0 += d0 * d0
+		s1 += d1 * d1
+		s2 += d2 * d2
+		s3 += d3 * d3
+	}
+	for ; i < len(v); i++ {
+		d := float64(v[i]) - mean
+		s0 += d * d
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // BatchNormBackward computes dgamma = sum(dy*xhat), dbeta = sum(dy) and

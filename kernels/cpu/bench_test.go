@@ -46,18 +46,26 @@ func BenchmarkConv(b *testing.B) {
 		dx, dw := be.New(kernels.CatActivations, kernels.F32, x.Shape...), be.New(kernels.CatGrads, kernels.F32, w.Shape...)
 		p := kernels.ConvParams{Stride: s.stride, Pad: s.pad}
 		b.Run(c.name+"/fwd", func(b *testing.B) {
+			cpu0 := cpuSeconds()
 			for b.Loop() {
 				be.Conv2dForward(y, x, w, p)
 			}
-			b.ReportMetric(s.flops()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			reportConv(b, s.flops(), cpu0)
 		})
 		b.Run(c.name+"/bwd", func(b *testing.B) {
+			cpu0 := cpuSeconds()
 			for b.Loop() {
 				be.Conv2dBackward(dx, dw, y, x, w, p)
 			}
-			b.ReportMetric(2*s.flops()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			reportConv(b, 2*s.flops(), cpu0)
 		})
 	}
+}
+
+// reportConv reports GFLOP/s over wall time and the CPU time per op.
+func reportConv(b *testing.B, flops, cpu0 float64) {
+	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N)*1e3, "cpu-ms/op")
 }
 
 // BenchmarkResNetStepConvs runs the forward and backward of every
@@ -128,4 +136,38 @@ func cpuSeconds() float64 {
 	}
 	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// BenchmarkBatchNorm measures train-mode forward+backward on the stem's
+// output, the largest activation of the network.
+func BenchmarkBatchNorm(b *testing.B) {
+	be := New()
+	rng := newRNG(3)
+	n, c, h, w := 100, 64, 16, 16
+	x, gamma, beta := randTensor(be, rng, n, c, h, w), randTensor(be, rng, c), randTensor(be, rng, c)
+	rm, rv, sm, si := randTensor(be, rng, c), randTensor(be, rng, c), randTensor(be, rng, c), randTensor(be, rng, c)
+	y, dx := be.New(kernels.CatActivations, kernels.F32, x.Shape...), be.New(kernels.CatActivations, kernels.F32, x.Shape...)
+	dg, db := randTensor(be, rng, c), randTensor(be, rng, c)
+	cpu0 := cpuSeconds()
+	for b.Loop() {
+		be.BatchNormForward(y, x, gamma, beta, rm, rv, sm, si, true, 0.1, 1e-5)
+		be.BatchNormBackward(dx, dg, db, y, x, gamma, sm, si)
+	}
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N)*1e3, "cpu-ms/op")
+}
+
+// BenchmarkMaxPool measures forward+backward of the stem's 3x3/2 pool.
+func BenchmarkMaxPool(b *testing.B) {
+	be := New()
+	rng := newRNG(4)
+	x := randTensor(be, rng, 100, 64, 16, 16)
+	y := be.New(kernels.CatActivations, kernels.F32, 100, 64, 8, 8)
+	dx := be.New(kernels.CatActivations, kernels.F32, x.Shape...)
+	p := kernels.PoolParams{K: 3, Stride: 2, Pad: 1}
+	cpu0 := cpuSeconds()
+	for b.Loop() {
+		be.MaxPoolForward(y, x, p)
+		be.MaxPoolBackward(dx, y, x, p)
+	}
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N)*1e3, "cpu-ms/op")
 }

@@ -111,14 +111,15 @@ func (b *Backend) Conv2dForward(y, x, w *kernels.Tensor, p kernels.ConvParams) {
 	b.check(w, "Conv2dForward w")
 	g := newConvGeom("Conv2dForward", y, x, w, p)
 	defer b.releaseScratch()
-	b.convForward(y.Host, x.Host, w.Host, g)
+	b.convForward(y.Host, x.Host, b.weights(w.Host, g), g)
 	b.round(y)
 }
 
-// convForward writes y = conv(x, w) for geometry g, chunk by chunk.
-func (b *Backend) convForward(y, x, w []float32, g convGeom) {
+// convForward writes y = conv(x, w) for geometry g, chunk by chunk; wc is
+// the [K, C*taps] weight matrix over the live taps.
+func (b *Backend) convForward(y, x, wc []float32, g convGeom) {
 	crs, pq, nb := g.crs(), g.pq(), g.chunk()
-	W := matrix{data: b.weights(w, g), ld: crs}
+	W := matrix{data: wc, ld: crs}
 	for n0 := 0; n0 < g.N; n0 += nb {
 		cnt := min(nb, g.N-n0)
 		src := b.makePatches(x, g, n0, cnt)
@@ -182,7 +183,8 @@ func (b *Backend) Conv2dBackward(dx, dw, dy, x, w *kernels.Tensor, p kernels.Con
 		return
 	}
 	if viaConv {
-		b.convForward(dx.Host, dy.Host, b.flipWeights(w.Host, g), g.transposed())
+		gt := g.transposed()
+		b.convForward(dx.Host, dy.Host, b.flippedWeights(w.Host, g, gt), gt)
 	}
 	b.round(dx)
 }
@@ -196,18 +198,22 @@ func (g convGeom) transposed() convGeom {
 	return t
 }
 
-// flipWeights returns wt[c,k,R-1-r,S-1-s] = w[k,c,r,s].
-func (b *Backend) flipWeights(w []float32, g convGeom) []float32 {
-	rs := g.R * g.S
-	wt := b.scratch(slotWT, len(w))
-	for k := range g.K {
-		for c := range g.C {
-			src, dst := w[(k*g.C+c)*rs:(k*g.C+c+1)*rs], wt[(c*g.K+k)*rs:(c*g.K+k+1)*rs]
-			for i, v := range src {
-				dst[rs-1-i] = v
+// flippedWeights returns the weight matrix of the transposed convolution
+// gt over its live taps: wt[c, k, t] = w[k, c, R*S-1-tap(t)], the kernel
+// flipped in both axes with input and output channels swapped.
+func (b *Backend) flippedWeights(w []float32, g, gt convGeom) []float32 {
+	rs, nt := g.R*g.S, len(gt.taps)
+	wt := b.scratch(slotWT, g.C*g.K*nt)
+	b.parallel(g.C, 8, func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			for k := range g.K {
+				src, dst := w[(k*g.C+c)*rs:(k*g.C+c+1)*rs], wt[(c*g.K+k)*nt:(c*g.K+k+1)*nt]
+				for t, tap := range gt.taps {
+					dst[t] = src[rs-1-tap]
+				}
 			}
 		}
-	}
+	})
 	return wt
 }
 

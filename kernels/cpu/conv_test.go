@@ -65,7 +65,21 @@ func TestConvChunked(t *testing.T) {
 	}
 }
 
+// TestGemmAgainstReference runs with the micro-kernel in use (assembly
+// where the CPU has AVX2/FMA) and again with the portable Go kernel.
 func TestGemmAgainstReference(t *testing.T) {
+	old := microKernel
+	defer func() { microKernel = old }()
+	for _, k := range []struct {
+		name string
+		fn   func(int, []float32, []float32, []float32, int, bool)
+	}{{kernelName(), old}, {"pure-Go", kernelGo}} {
+		microKernel = k.fn
+		t.Run(k.name, testGemm)
+	}
+}
+
+func testGemm(t *testing.T) {
 	rng := newRNG(3)
 	for _, sz := range [][3]int{{1, 1, 1}, {7, 17, 5}, {13, 40, 300}, {6, 16, 256}, {50, 3100, 9}, {5, 3, 600}} {
 		M, N, K := sz[0], sz[1], sz[2]

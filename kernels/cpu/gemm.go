@@ -51,42 +51,76 @@ func (b *Backend) gemm(M, N, K int, A operandA, B operandB, C []float32, ldc int
 	}
 	mp, np := (M+mr-1)/mr, (N+nr-1)/nr
 	packA := b.packAllA(A, M, K, mp)
-	// Tasks are column strips of nPanels B panels, split further into row
-	// groups when there are few strips. A task packs its own B strip per
-	// k-block (into its worker's buffer) and runs all its tiles, so one
-	// barrier ends the GEMM and an idle worker just takes more tasks.
 	strips := (np + nPanels - 1) / nPanels
-	groups := max(1, min(mp, (4*b.workers+strips-1)/strips))
+	if strips < 2*b.workers && b.workers > 1 {
+		// Few columns (the late ResNet stages): pack all of B once and
+		// split the work by rows instead.
+		b.gemmRows(M, N, K, mp, np, packA, b.packAllB(B, N, K, np), C, ldc, accumulate)
+		return
+	}
+	// Tasks are column strips of nPanels B panels. A task packs its own B
+	// strip per k-block (into its worker's buffer) and runs all of M, so
+	// one barrier ends the GEMM and an idle worker just takes more tasks.
 	stripLen := nPanels * nr * min(K, kcBlock)
 	packB := b.scratch(slotPackB, b.workers*stripLen)
 	tiles := b.scratch(slotTiles, b.workers*mr*nr)
-	b.tasks(strips*groups, func(w, t int) {
-		s, grp := t%strips, t/strips
+	b.tasks(strips, func(w, s int) {
 		j0 := s * nPanels * nr
 		panels := min(nPanels, np-s*nPanels)
-		ir0, ir1 := grp*mp/groups, (grp+1)*mp/groups
-		bp, tile := packB[w*stripLen:(w+1)*stripLen], tiles[w*mr*nr:(w+1)*mr*nr]
+		bp := packB[w*stripLen : (w+1)*stripLen]
 		for pc := 0; pc < K; pc += kcBlock {
 			kc := min(kcBlock, K-pc)
 			for jr := range panels {
 				B.packB(bp[jr*nr*kc:(jr+1)*nr*kc], pc, j0+jr*nr, N, kc)
 			}
-			acc := accumulate || pc > 0
-			blockA := packA[mp*mr*pc:]
-			for ir := ir0; ir < ir1; ir++ {
-				ap, i0 := blockA[ir*mr*kc:(ir+1)*mr*kc], ir*mr
-				for jr := range panels {
-					bpj, jj := bp[jr*nr*kc:(jr+1)*nr*kc], j0+jr*nr
-					if i0+mr <= M && jj+nr <= N {
-						microKernel(kc, ap, bpj, C[i0*ldc+jj:], ldc, acc)
-						continue
-					}
-					microKernel(kc, ap, bpj, tile, nr, false)
-					storeEdge(C, ldc, tile, i0, jj, min(mr, M-i0), min(nr, N-jj), acc)
-				}
-			}
+			b.tilesBlock(M, N, kc, mp*mr*pc, packA, bp, 0, mp, j0, panels, C, ldc, accumulate || pc > 0, tiles[w*mr*nr:(w+1)*mr*nr])
 		}
 	})
+}
+
+// gemmRows runs the GEMM as tasks of row groups over a fully packed B.
+func (b *Backend) gemmRows(M, N, K, mp, np int, packA, packB, C []float32, ldc int, accumulate bool) {
+	groups := min(mp, 4*b.workers)
+	tiles := b.scratch(slotTiles, b.workers*mr*nr)
+	b.tasks(groups, func(w, t int) {
+		ir0, ir1 := t*mp/groups, (t+1)*mp/groups
+		for pc := 0; pc < K; pc += kcBlock {
+			kc := min(kcBlock, K-pc)
+			b.tilesBlock(M, N, kc, mp*mr*pc, packA, packB[np*nr*pc:], ir0, ir1, 0, np, C, ldc, accumulate || pc > 0, tiles[w*mr*nr:(w+1)*mr*nr])
+		}
+	})
+}
+
+// tilesBlock multiplies A panels ir0..ir1-1 of the k-block at offset aOff
+// by the B panels of bp (the first at column j0) and stores into C. An A
+// panel stays in L1 while the B panels stream from L2.
+func (b *Backend) tilesBlock(M, N, kc, aOff int, packA, bp []float32, ir0, ir1, j0, panels int, C []float32, ldc int, acc bool, tile []float32) {
+	blockA := packA[aOff:]
+	for ir := ir0; ir < ir1; ir++ {
+		ap, i0 := blockA[ir*mr*kc:(ir+1)*mr*kc], ir*mr
+		for jr := range panels {
+			bpj, jj := bp[jr*nr*kc:(jr+1)*nr*kc], j0+jr*nr
+			if i0+mr <= M && jj+nr <= N {
+				microKernel(kc, ap, bpj, C[i0*ldc+jj:], ldc, acc)
+				continue
+			}
+			microKernel(kc, ap, bpj, tile, nr, false)
+			storeEdge(C, ldc, tile, i0, jj, min(mr, M-i0), min(nr, N-jj), acc)
+		}
+	}
+}
+
+// packAllB packs every k-block of B: block pc starts at np*nr*pc and
+// holds np panels of kc x nr.
+func (b *Backend) packAllB(B operandB, N, K, np int) []float32 {
+	packB := b.scratch(slotPackB, np*nr*K)
+	kb := (K + kcBlock - 1) / kcBlock
+	b.tasks(kb*np, func(_, t int) {
+		pc, p := t/np*kcBlock, t%np
+		kc := min(kcBlock, K-pc)
+		B.packB(packB[np*nr*pc+p*nr*kc:np*nr*pc+(p+1)*nr*kc], pc, p*nr, N, kc)
+	})
+	return packB
 }
 
 // packAllA packs every k-block of A up front: block pc starts at

@@ -78,6 +78,16 @@ func (s patches) packB(dst []float32, pc, j0, N, kc int) {
 		clear(dst)
 	}
 	base, xp := s.base[j0:j0+cols], s.xp
+	if cols == nr { // fixed-size arrays: no bounds checks on base and dst
+		bs := (*[nr]int32)(base)
+		for p, o := range s.off[pc : pc+kc] {
+			d := (*[nr]float32)(dst[p*nr:])
+			for j := range d {
+				d[j] = xp[bs[j]+o]
+			}
+		}
+		return
+	}
 	for p, o := range s.off[pc : pc+kc] {
 		d := dst[p*nr : p*nr+cols]
 		for j, bs := range base {
@@ -94,6 +104,16 @@ func (s patchesT) packB(dst []float32, pc, j0, N, kc int) {
 		clear(dst)
 	}
 	off, xp := s.off[j0:j0+cols], s.xp
+	if cols == nr {
+		os := (*[nr]int32)(off)
+		for p, bs := range s.base[pc : pc+kc] {
+			d := (*[nr]float32)(dst[p*nr:])
+			for j := range d {
+				d[j] = xp[bs+os[j]]
+			}
+		}
+		return
+	}
 	for p, bs := range s.base[pc : pc+kc] {
 		d := dst[p*nr : p*nr+cols]
 		for j, o := range off {

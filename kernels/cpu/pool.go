@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 
 	"resnetlab/kernels"
 )
@@ -22,28 +21,24 @@ func newPoolGeom(op string, y, x *kernels.Tensor, p kernels.PoolParams) poolGeom
 	return g
 }
 
-// argmax returns the index (in the H*W plane) of the maximum of one pooling
-// window. Padding counts as -inf, the first maximum wins, and a NaN wins
-// like in PyTorch (so NaN propagates).
-func (g poolGeom) argmax(plane []float32, oh, ow int) int {
-	best, idx := float32(math.Inf(-1)), -1
-	for r := range g.k {
-		ih := oh*g.stride - g.pad + r
-		if ih < 0 || ih >= g.H {
-			continue
-		}
-		for s := range g.k {
-			iw := ow*g.stride - g.pad + s
-			if iw < 0 || iw >= g.W {
-				continue
-			}
-			v := plane[ih*g.W+iw]
-			if idx < 0 || v > best || v != v {
-				best, idx = v, ih*g.W+iw
+// argmax returns the index (in the H*W plane) and value of the maximum of
+// one pooling window. Padding counts as -inf (it is never a candidate), the
+// first maximum wins, and a NaN wins like in PyTorch (so NaN propagates).
+func (g poolGeom) argmax(plane []float32, oh, ow int) (int, float32) {
+	h0, w0 := oh*g.stride-g.pad, ow*g.stride-g.pad
+	hs, he := max(h0, 0), min(h0+g.k, g.H)
+	ws, we := max(w0, 0), min(w0+g.k, g.W)
+	idx := hs*g.W + ws
+	best := plane[idx]
+	for h := hs; h < he; h++ {
+		row := plane[h*g.W+ws : h*g.W+we]
+		for j, v := range row {
+			if v > best || v != v {
+				best, idx = v, h*g.W+ws+j
 			}
 		}
 	}
-	return idx
+	return idx, best
 }
 
 // MaxPoolForward computes y = max over each window of x.
@@ -57,7 +52,7 @@ func (b *Backend) MaxPoolForward(y, x *kernels.Tensor, p kernels.PoolParams) {
 			plane, out := x.Host[pl*hw:(pl+1)*hw], y.Host[pl*pq:(pl+1)*pq]
 			for oh := range g.P {
 				for ow := range g.Q {
-					out[oh*g.Q+ow] = plane[g.argmax(plane, oh, ow)]
+					_, out[oh*g.Q+ow] = g.argmax(plane, oh, ow)
 				}
 			}
 			roundSlice(y.DType, out)
@@ -80,7 +75,8 @@ func (b *Backend) MaxPoolBackward(dx, dy, x *kernels.Tensor, p kernels.PoolParam
 			clear(out)
 			for oh := range g.P {
 				for ow := range g.Q {
-					out[g.argmax(plane, oh, ow)] += grad[oh*g.Q+ow]
+					i, _ := g.argmax(plane, oh, ow)
+					out[i] += grad[oh*g.Q+ow]
 				}
 			}
 			roundSlice(dx.DType, out)
