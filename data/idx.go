@@ -51,7 +51,7 @@ func readIdx(r io.Reader, file string) (*Idx, error) {
 	hdr := int64(4 + 4*len(dims))
 	data, err := readAtMost(r, total)
 	if err != nil {
-		return nil, idxReadError(file, hdr+int64(len(data)), err)
+		return nil, idxReadError(file, hdr+int64(len(data)), "the data", err)
 	}
 	if len(data) < total {
 		return nil, &FormatError{File: file, Offset: hdr + int64(len(data)),
@@ -66,7 +66,7 @@ func readIdx(r io.Reader, file string) (*Idx, error) {
 			Expected: fmt.Sprintf("end of file after %d data bytes for dims %v", total, dims),
 			Found:    "more bytes (wrong dims or not an idx file)"}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, idxReadError(file, hdr+int64(total), err)
+		return nil, idxReadError(file, hdr+int64(total), "the end of the stream", err)
 	}
 	return &Idx{Dims: dims, Data: data}, nil
 }
@@ -89,7 +89,7 @@ func readIdxHeader(r io.Reader, file string) ([]int, error) {
 	var b [4]byte
 	for i := range dims {
 		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return nil, idxReadError(file, int64(4+4*i), err)
+			return nil, idxReadError(file, int64(4+4*i), "a complete idx header", err)
 		}
 		dims[i] = int(binary.BigEndian.Uint32(b[:]))
 		if dims[i] == 0 {
@@ -120,12 +120,13 @@ func readAtMost(r io.Reader, n int) ([]byte, error) {
 	return buf, nil
 }
 
-func idxReadError(file string, off int64, err error) error {
+// idxReadError explains a failed read at byte off while reading expected.
+func idxReadError(file string, off int64, expected string, err error) error {
 	switch {
 	case isGzipErr(err):
 		return gzipError(file, err)
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return &FormatError{File: file, Offset: off, Expected: "a complete idx header", Found: "end of file"}
+		return &FormatError{File: file, Offset: off, Expected: expected, Found: "end of file (truncated)"}
 	}
 	return fmt.Errorf("data: %s: reading at byte %d: %w", file, off, err)
 }

@@ -66,10 +66,11 @@ type synGen struct {
 	seed   uint64
 	tpl    [10]synTemplate
 	sprite [(2*synSpriteHalf + 1) * (2*synSpriteHalf + 1)]int16
+	noise  [256]int32
 }
 
 func newSynGen(p synParams, seed uint64) *synGen {
-	g := &synGen{p: p, seed: seed}
+	g := &synGen{p: p, seed: seed, noise: triangularTable(p.noise)}
 	r := rng{hash(seed, domainSyn, 0x746d706c)}
 	for k := range g.tpl {
 		for b := 0; b < p.blobs; b++ {

@@ -30,7 +30,7 @@ func (g *synGen) sample(img []uint8, acc *[3 * Plane]int32, tpl *synTemplate, r 
 		}
 	}
 	g.addDistractor(acc, r)
-	addNoiseAndStore(img, acc, p.noise, r)
+	addNoiseAndStore(img, acc, &g.noise, r)
 }
 
 // hueRotation is the rotation by theta about the grey axis (1,1,1)/sqrt(3)
@@ -57,16 +57,30 @@ func (g *synGen) addDistractor(acc *[3 * Plane]int32, r *rng) {
 	}
 }
 
-// addNoiseAndStore adds triangular noise (sum of two uniform bytes, four
-// pixels per 64-bit draw) and clamps to bytes.
-func addNoiseAndStore(img []uint8, acc *[3 * Plane]int32, amp int32, r *rng) {
-	for i := 0; i < len(acc); i += 4 {
+// addNoiseAndStore adds noise looked up by one random byte per pixel
+// (eight pixels per 64-bit draw) and clamps to bytes.
+func addNoiseAndStore(img []uint8, acc *[3 * Plane]int32, noise *[256]int32, r *rng) {
+	for i := 0; i < len(acc); i += 8 {
 		bits := r.next()
-		for k := 0; k < 4; k++ {
-			b := int32(bits>>(16*k)) & 0xffff
-			noise := ((b & 0xff) + (b >> 8) - 255) * amp / 255
-			v := (acc[i+k] >> 8) + noise
+		for k := 0; k < 8; k++ {
+			v := (acc[i+k] >> 8) + noise[uint8(bits>>(8*k))]
 			img[i+k] = uint8(max(0, min(255, v)))
 		}
 	}
+}
+
+// triangularTable maps a uniform byte to triangular noise on [-amp, amp]
+// (the distribution of the sum of two uniforms) by its inverse CDF.
+func triangularTable(amp int32) (t [256]int32) {
+	for i := range t {
+		u := (float64(i) + 0.5) / 256
+		var z float64 // in [-1, 1]
+		if u < 0.5 {
+			z = math.Sqrt(2*u) - 1
+		} else {
+			z = 1 - math.Sqrt(2*(1-u))
+		}
+		t[i] = int32(math.Round(z * float64(amp)))
+	}
+	return t
 }
