@@ -1,0 +1,221 @@
+package cuda
+
+import (
+	"fmt"
+
+	"resnetlab/kernels"
+)
+
+// convShape mirrors ConvShape in src/conv.cu.
+type convShape struct{ N, C, H, W, K, R, S, P, Q, Stride, Pad int32 }
+
+// The three implicit GEMMs of src/conv.cu.
+const (
+	modeFwd = iota
+	modeBwdData
+	modeBwdWeight
+)
+
+// convKernels[mode][prec] names the kernels; prec indexes precNames.
+var (
+	precNames   = [...]string{"f32", "tf32", "f16", "bf16"}
+	convKernels [3][4]string
+)
+
+func init() {
+	for m, mn := range [...]string{"fwd", "bwdd", "bwdw"} {
+		for p, pn := range precNames {
+			convKernels[m][p] = "conv_" + mn + "_" + pn
+		}
+	}
+}
+
+// gemm tile sizes of src/conv.cu.
+const tileM, tileN, tileK = 64, 64, 32
+
+func convShapeOf(op string, x, w *kernels.Tensor, p kernels.ConvParams) convShape {
+	if len(x.Shape) != 4 || len(w.Shape) != 4 {
+		panic(fmt.Sprintf("cuda: %s: input %v and weight %v must be 4-D", op, x, w))
+	}
+	if x.Shape[1] != w.Shape[1] {
+		panic(fmt.Sprintf("cuda: %s: input %v has %d channels, weight %v wants %d", op, x, x.Shape[1], w, w.Shape[1]))
+	}
+	if p.Stride <= 0 || p.Pad < 0 {
+		panic(fmt.Sprintf("cuda: %s: bad parameters %+v", op, p))
+	}
+	n, c, h, wd := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
+	k, r, s := w.Shape[0], w.Shape[2], w.Shape[3]
+	P, Q := kernels.OutSize(h, r, p.Stride, p.Pad), kernels.OutSize(wd, s, p.Stride, p.Pad)
+	if P <= 0 || Q <= 0 {
+		panic(fmt.Sprintf("cuda: %s: %dx%d kernel does not fit %v with %+v", op, r, s, x, p))
+	}
+	for _, t := range []*kernels.Tensor{x, w} {
+		if t.Len() >= 1<<31 {
+			panic(fmt.Sprintf("cuda: %s: %v has 2^31 or more elements", op, t))
+		}
+	}
+	return convShape{int32(n), int32(c), int32(h), int32(wd), int32(k), int32(r), int32(s), int32(P), int32(Q), int32(p.Stride), int32(p.Pad)}
+}
+
+func sameDType(op string, ts ...*kernels.Tensor) {
+	for _, t := range ts[1:] {
+		if t != nil && t.DType != ts[0].DType {
+			panic(fmt.Sprintf("cuda: %s: %v and %v differ in dtype", op, ts[0], t))
+		}
+	}
+}
+
+// dims are the GEMM extents (rows, columns, reduction) of a mode.
+func (s convShape) dims(mode int) (int, int, int) {
+	n, c, h, w, k := int(s.N), int(s.C), int(s.H), int(s.W), int(s.K)
+	rs, pq := int(s.R*s.S), int(s.P*s.Q)
+	switch mode {
+	case modeFwd:
+		return n * pq, k, c * rs
+	case modeBwdData:
+		return n * h * w, c, k * rs
+	}
+	return k, c * rs, n * pq
+}
+
+// splitK chooses how many ways to split the reduction so that a small GEMM
+// still fills the GPU: about two blocks per multiprocessor, each split at
+// least two k-tiles long.
+func (b *Backend) splitK(tiles, kTiles int) int {
+	target := 2 * b.sms
+	if tiles >= target || kTiles < 4 {
+		return 1
+	}
+	s := (target + tiles - 1) / tiles
+	s = min(s, kTiles/2, 64)
+	return max(s, 1)
+}
+
+// gemm runs one implicit-GEMM pass: a and c are the mode's two operands
+// (FWD: x, w; BWDD: dy, w; BWDW: dy, x), out its result. bias (FWD only,
+// may be nil) is added per output channel. exact forbids TF32.
+func (b *Backend) gemm(mode int, s convShape, a, c uintptr, out, bias *kernels.Tensor, exact bool) {
+	prec := 0
+	switch out.DType {
+	case kernels.F32:
+		if b.TF32 && !exact {
+			prec = 1
+		}
+	case kernels.F16:
+		prec = 2
+	case kernels.BF16:
+		prec = 3
+	}
+	M, N, K := s.dims(mode)
+	tm, tn, kt := ceilDiv(M, tileM), ceilDiv(N, tileN), ceilDiv(K, tileK)
+	splits := b.splitK(tm*tn, kt)
+	tps := ceilDiv(kt, splits)
+	splits = ceilDiv(kt, tps)
+	outLen := out.Len()
+	var biasPtr uintptr
+	bdt := 0
+	if bias != nil {
+		biasPtr, bdt = bias.Dev, int(bias.DType)
+	}
+	if splits == 1 {
+		raw(b.args.reset(), &s).ptr(a).ptr(c).ptr(out.Dev).ptr(0).ptr(biasPtr).i32(bdt).i32(tps).i32(outLen)
+		b.launch(convKernels[mode][prec], tm, tn, 1, 128)
+		return
+	}
+	wsBytes := int64(splits) * int64(outLen) * 4
+	ws := b.workspace(wsBytes)
+	raw(b.args.reset(), &s).ptr(a).ptr(c).ptr(out.Dev).ptr(ws).ptr(0).i32(0).i32(tps).i32(outLen)
+	b.launch(convKernels[mode][prec], tm, tn, splits, 128)
+	b.args.reset().ptr(out.Dev).i32(int(out.DType)).ptr(ws).i32(splits).i32(outLen).ptr(biasPtr).i32(bdt).
+		i32(int(s.P * s.Q)).i32(int(s.K))
+	b.launch("splitk_reduce", b.gridFor(outLen), 1, 1, 256)
+	b.release(ws, wsBytes)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// Conv2dForward: y = conv(x, w), as an implicit GEMM on tensor cores (TF32
+// for fp32 unless b.TF32 is off; fp16/bf16 operands with fp32 accumulation).
+func (b *Backend) Conv2dForward(y, x, w *kernels.Tensor, p kernels.ConvParams) {
+	defer b.bind()()
+	op := "Conv2dForward"
+	b.owns(op, y, x, w)
+	s := convShapeOf(op, x, w, p)
+	needShape(op, "y", y, int(s.N), int(s.K), int(s.P), int(s.Q))
+	sameDType(op, y, x, w)
+	if y.Len() > 0 {
+		b.gemm(modeFwd, s, x.Dev, w.Dev, y, nil, false)
+	}
+}
+
+// Conv2dBackward writes dx (skipped if nil) and dw.
+func (b *Backend) Conv2dBackward(dx, dw, dy, x, w *kernels.Tensor, p kernels.ConvParams) {
+	defer b.bind()()
+	op := "Conv2dBackward"
+	b.owns(op, dx, dw, dy, x, w)
+	s := convShapeOf(op, x, w, p)
+	needShape(op, "dy", dy, int(s.N), int(s.K), int(s.P), int(s.Q))
+	needShape(op, "dw", dw, w.Shape...)
+	sameDType(op, dy, x, w, dw, dx)
+	if dx != nil {
+		needShape(op, "dx", dx, x.Shape...)
+		if dx.Len() > 0 {
+			b.gemm(modeBwdData, s, dy.Dev, w.Dev, dx, nil, false)
+		}
+	}
+	if dw.Len() > 0 {
+		b.gemm(modeBwdWeight, s, dy.Dev, x.Dev, dw, nil, false)
+	}
+}
+
+// linearShape views y[N,O] = x[N,I] w[O,I]^T as a 1x1 convolution on 1x1
+// images, so the convolution GEMMs serve the fully connected layer too.
+func linearShape(op string, x, w *kernels.Tensor) convShape {
+	if len(x.Shape) != 2 || len(w.Shape) != 2 || x.Shape[1] != w.Shape[1] {
+		panic(fmt.Sprintf("cuda: %s: input %v and weight %v must be [N,I] and [O,I]", op, x, w))
+	}
+	return convShape{N: int32(x.Shape[0]), C: int32(x.Shape[1]), H: 1, W: 1, K: int32(w.Shape[0]), R: 1, S: 1, P: 1, Q: 1, Stride: 1}
+}
+
+// LinearForward: y = x w^T + bias (bias may be nil), exact fp32 for fp32.
+func (b *Backend) LinearForward(y, x, w, bias *kernels.Tensor) {
+	defer b.bind()()
+	op := "LinearForward"
+	b.owns(op, y, x, w, bias)
+	s := linearShape(op, x, w)
+	needShape(op, "y", y, int(s.N), int(s.K))
+	if bias != nil {
+		needShape(op, "bias", bias, int(s.K))
+	}
+	sameDType(op, y, x, w)
+	if y.Len() > 0 {
+		b.gemm(modeFwd, s, x.Dev, w.Dev, y, bias, true)
+	}
+}
+
+// LinearBackward writes dx and db unless nil, and dw.
+func (b *Backend) LinearBackward(dx, dw, db, dy, x, w *kernels.Tensor) {
+	defer b.bind()()
+	op := "LinearBackward"
+	b.owns(op, dx, dw, db, dy, x, w)
+	s := linearShape(op, x, w)
+	needShape(op, "dy", dy, int(s.N), int(s.K))
+	needShape(op, "dw", dw, w.Shape...)
+	sameDType(op, dy, x, w, dw, dx)
+	if dx != nil {
+		needShape(op, "dx", dx, x.Shape...)
+		if dx.Len() > 0 {
+			b.gemm(modeBwdData, s, dy.Dev, w.Dev, dx, nil, true)
+		}
+	}
+	if dw.Len() > 0 {
+		b.gemm(modeBwdWeight, s, dy.Dev, x.Dev, dw, nil, true)
+	}
+	if db != nil {
+		needShape(op, "db", db, int(s.K))
+		if db.Len() > 0 {
+			b.args.reset().ptr(db.Dev).i32(int(db.DType)).ptr(dy.Dev).i32(int(dy.DType)).i32(int(s.N)).i32(int(s.K))
+			b.launch("bias_grad", ceilDiv(int(s.K), 256), 1, 1, 256)
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"resnetlab/kernels"
+)
+
+// SoftmaxCrossEntropy writes the batch-mean loss into loss[0] and, unless
+// dlogits is nil, (softmax - onehot) * scale / N into dlogits.
+func (b *Backend) SoftmaxCrossEntropy(loss, dlogits, logits, labels *kernels.Tensor, scale float32) {
+	defer b.bind()()
+	op := "SoftmaxCrossEntropy"
+	b.owns(op, loss, dlogits, logits, labels)
+	if len(logits.Shape) != 2 {
+		panic(fmt.Sprintf("cuda: %s: logits %v must be [N,classes]", op, logits))
+	}
+	n, k := logits.Shape[0], logits.Shape[1]
+	needShape(op, "labels", labels, n)
+	if loss.Len() != 1 {
+		panic(fmt.Sprintf("cuda: %s: loss %v must hold one element", op, loss))
+	}
+	var dl uintptr
+	dlt := 0
+	if dlogits != nil {
+		needShape(op, "dlogits", dlogits, n, k)
+		dl, dlt = dlogits.Dev, int(dlogits.DType)
+	}
+	if n == 0 {
+		return
+	}
+	b.args.reset().ptr(loss.Dev).i32(int(loss.DType)).ptr(dl).i32(dlt).ptr(logits.Dev).i32(int(logits.DType)).
+		ptr(labels.Dev).i32(int(labels.DType)).i32(n).i32(k).f32(scale)
+	b.launch("softmax_ce", 1, 1, 1, 256)
+}
+
+// Multi-tensor table layouts, mirroring NFEntry, AdamEntry and AdamHP in
+// src/ops.cu. Each tensor owns ceil(n/chunk) consecutive blocks.
+type nfEntry struct {
+	P          uint64
+	N          int64
+	BlockStart int32
+	DT         int32
+}
+
+type adamEntry struct {
+	P, G, M, V uint64
+	N          int64
+	BlockStart int32
+	PDT, GDT   int32
+	MDT, VDT   int32
+	_          int32
+}
+
+type adamHP struct{ LR, B1, B2, Eps, WD, BC1, BC2, GScale float32 }
+
+const chunk = 4096 // elements per block, CHUNK in src/ops.cu
+
+// table returns a device copy of the entries, cached by content: a training
+// loop passes the same tensors every step, so the table is uploaded once.
+// Tables are fresh allocations (not from the cache) written with a
+// synchronous copy, so no queued kernel can be reading them, and so the
+// upload is legal inside a relaxed-mode graph capture.
+func table[E any](b *Backend, entries []E) uintptr {
+	size := len(entries) * int(unsafe.Sizeof(entries[0]))
+	bytes := unsafe.Slice((*byte)(unsafe.Pointer(&entries[0])), size)
+	key := string(bytes)
+	if p, ok := b.tables[key]; ok {
+		return p
+	}
+	var p uintptr
+	must("cuMemAlloc_v2(table)", drv.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(size))
+	// Staged through pinned memory: a pageable synchronous copy may return
+	// before its DMA lands, a pinned one may not.
+	if size > b.stageCap {
+		b.noCapture("a first AdamStep/NonFinite over this many tensors")
+		if b.stage != nil {
+			must("cuMemFreeHost", drv.cuMemFreeHost, uintptr(b.stage))
+		}
+		b.stageCap = max(size, 64<<10)
+		must("cuMemAllocHost_v2(table staging)", drv.cuMemAllocHost, uintptr(unsafe.Pointer(&b.stage)), uintptr(b.stageCap))
+	}
+	copy(unsafe.Slice((*byte)(b.stage), size), bytes)
+	must("cuMemcpyHtoD_v2(table)", drv.cuMemcpyHtoD, p, uintptr(b.stage), uintptr(size))
+	b.tables[key] = p
+	b.alloc.account(kernels.CatWorkspace, int64(size))
+	return p
+}
+
+// NonFinite reports whether any element of ts is inf or NaN: one launch
+// sets a device flag, then a 4-byte copy brings it back.
+func (b *Backend) NonFinite(ts []*kernels.Tensor) bool {
+	defer b.bind()()
+	b.noCapture("NonFinite")
+	b.owns("NonFinite", ts...)
+	var tab []nfEntry
+	blocks := 0
+	for _, t := range ts {
+		if t == nil || t.Len() == 0 {
+			continue
+		}
+		tab = append(tab, nfEntry{P: uint64(t.Dev), N: int64(t.Len()), BlockStart: int32(blocks), DT: int32(t.DType)})
+		blocks += ceilDiv(t.Len(), chunk)
+	}
+	if len(tab) == 0 {
+		return false
+	}
+	p := table(b, tab)
+	must("cuMemsetD8Async", drv.cuMemsetD8Async, b.flag, 0, 4, b.stream)
+	b.args.reset().ptr(p).i32(len(tab)).ptr(b.flag)
+	b.launch("nonfinite", blocks, 1, 1, 256)
+	must("cuMemcpyDtoHAsync_v2(flag)", drv.cuMemcpyDtoHAsync, uintptr(b.host), b.flag, 4, b.stream)
+	must("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
+	return *(*int32)(b.host) != 0
+}
+
+// AdamStep updates every params[i] in one fused launch over a table of the
+// tensors. Any tensor may be of any dtype (m and v are fp32 in practice). The
+// hyper-parameters travel by value: a captured graph replays them as they
+// were at capture time. A GradScale of 0 means 1.
+func (b *Backend) AdamStep(params, grads, m, v []*kernels.Tensor, hp kernels.AdamParams) {
+	defer b.bind()()
+	op := "AdamStep"
+	if len(grads) != len(params) || len(m) != len(params) || len(v) != len(params) {
+		panic(fmt.Sprintf("cuda: %s: %d params, %d grads, %d m, %d v", op, len(params), len(grads), len(m), len(v)))
+	}
+	if hp.Step < 1 {
+		panic(fmt.Sprintf("cuda: %s: step %d, want >= 1 (1-based)", op, hp.Step))
+	}
+	var tab []adamEntry
+	blocks := 0
+	for i, p := range params {
+		b.owns(op, p, grads[i], m[i], v[i])
+		sameLen(op, p, grads[i], m[i], v[i])
+		if p.Len() == 0 {
+			continue
+		}
+		tab = append(tab, adamEntry{P: uint64(p.Dev), G: uint64(grads[i].Dev), M: uint64(m[i].Dev), V: uint64(v[i].Dev),
+			N: int64(p.Len()), BlockStart: int32(blocks), PDT: int32(p.DType), GDT: int32(grads[i].DType),
+			MDT: int32(m[i].DType), VDT: int32(v[i].DType)})
+		blocks += ceilDiv(p.Len(), chunk)
+	}
+	if len(tab) == 0 {
+		return
+	}
+	gs := hp.GradScale
+	if gs == 0 {
+		gs = 1
+	}
+	h := adamHP{LR: hp.LR, B1: hp.Beta1, B2: hp.Beta2, Eps: hp.Eps, WD: hp.WeightDecay,
+		BC1: float32(1 - math.Pow(float64(hp.Beta1), float64(hp.Step))),
+		BC2: float32(1 - math.Pow(float64(hp.Beta2), float64(hp.Step))), GScale: gs}
+	raw(b.args.reset().ptr(table(b, tab)).i32(len(tab)), &h)
+	b.launch("adam", blocks, 1, 1, 256)
+}
