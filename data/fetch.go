@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // CIFAR10URL is where Fetch downloads CIFAR-10's binary version from, and
@@ -34,8 +36,14 @@ func Fetch(ctx context.Context, name, root string, logf func(string, ...any)) er
 	case "cifar10":
 		return fetchCIFAR(ctx, http.DefaultClient, CIFAR10URL, CIFAR10MD5, root, logf)
 	case "fashion-mnist":
-		if _, _, err := LoadFashionMNIST(root, 1); err != nil {
-			return fmt.Errorf("data: fashion-mnist is not downloaded by resnetlab: %s (%v)", fmnistHint(root), err)
+		_, _, err := LoadFashionMNIST(root, 1)
+		var nf *NotFoundError
+		if errors.As(err, &nf) {
+			return fmt.Errorf("data: fashion-mnist is not downloaded by resnetlab: %s (searched %s)",
+				nf.Hint, strings.Join(nf.Searched, ", "))
+		}
+		if err != nil {
+			return err
 		}
 		logf("fashion-mnist: already available")
 		return nil
