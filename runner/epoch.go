@@ -52,15 +52,18 @@ func (j *job) afterStep(dt time.Duration, lr float32) {
 // endEpoch evaluates, records, publishes and checkpoints a finished epoch.
 func (j *job) endEpoch() error {
 	e := j.epoch + 1
-	acc, perClass, err := j.evaluate()
-	if err != nil {
-		return err
+	r := j.result
+	acc, perClass := r.FinalTestAcc, r.PerClassAcc
+	if every := j.spec.EvalEvery; e == j.spec.Epochs || (every > 0 && e%every == 0) {
+		var err error
+		if acc, perClass, err = j.evaluate(); err != nil {
+			return err
+		}
 	}
 	er := EpochResult{Epoch: e, TestAcc: acc, Seconds: j.epochTime.Seconds()}
 	if j.epochSteps > 0 {
 		er.Loss = j.epochLoss / float64(j.epochSteps)
 	}
-	r := j.result
 	r.EpochResults = append(r.EpochResults, er)
 	r.FinalTestAcc, r.PerClassAcc = acc, perClass
 	r.BestTestAcc = max(r.BestTestAcc, acc)
@@ -85,7 +88,7 @@ func (j *job) evaluate() (acc float64, perClass []float64, err error) {
 			return nil
 		}
 		rs := j.ranks[0]
-		acc, perClass = evaluateModel(rs.eng.Model(), rs.be, j.test, j.precision)
+		acc, perClass = evaluateModel(rs.eng.Model(), rs.be, j.test, j.precision, EvalBatch)
 		return nil
 	})
 	return acc, perClass, err

@@ -12,12 +12,15 @@ const EvalBatch = 128
 // evaluateModel runs m in eval mode over the whole test set (in order,
 // last partial batch included) and returns the accuracy and the accuracy
 // of each class.
-func evaluateModel(m *model.ResNet, be kernels.Backend, test *data.Dataset, dt kernels.DType) (float64, []float64) {
+func evaluateModel(m *model.ResNet, be kernels.Backend, test *data.Dataset, dt kernels.DType, batch int) (float64, []float64) {
+	if batch <= 0 {
+		batch = EvalBatch
+	}
 	classes := len(test.Classes)
-	loader := data.NewLoader(test, EvalBatch, false, false, false, 0, 0, 1)
-	xh := make([]float32, EvalBatch*test.ImageLen())
-	yh := make([]float32, EvalBatch)
-	logits := make([]float32, EvalBatch*classes)
+	loader := data.NewLoader(test, batch, false, false, false, 0, 0, 1)
+	xh := make([]float32, batch*test.ImageLen())
+	yh := make([]float32, batch)
+	logits := make([]float32, batch*classes)
 	correct, total := make([]int, classes), make([]int, classes)
 	var x *kernels.Tensor
 	defer func() {
