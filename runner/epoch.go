@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -53,20 +54,20 @@ func (j *job) afterStep(dt time.Duration, lr float32) {
 func (j *job) endEpoch() error {
 	e := j.epoch + 1
 	r := j.result
-	acc, perClass := r.FinalTestAcc, r.PerClassAcc
+	acc := math.NaN() // not evaluated this epoch (eval_every): null in the JSON
 	if every := j.spec.EvalEvery; e == j.spec.Epochs || (every > 0 && e%every == 0) {
-		var err error
-		if acc, perClass, err = j.evaluate(); err != nil {
+		a, perClass, err := j.evaluate()
+		if err != nil {
 			return err
 		}
+		acc, r.FinalTestAcc, r.PerClassAcc = a, a, perClass
+		r.BestTestAcc = max(r.BestTestAcc, a)
 	}
 	er := EpochResult{Epoch: e, TestAcc: acc, Seconds: j.epochTime.Seconds()}
 	if j.epochSteps > 0 {
 		er.Loss = j.epochLoss / float64(j.epochSteps)
 	}
 	r.EpochResults = append(r.EpochResults, er)
-	r.FinalTestAcc, r.PerClassAcc = acc, perClass
-	r.BestTestAcc = max(r.BestTestAcc, acc)
 	r.TrainSeconds += er.Seconds
 	j.trainImages += j.epochSteps * j.spec.BatchSize * j.cell.GPUs
 	j.emit(EpochDone{Run: j.info.ID, Epoch: e, Loss: er.Loss, TestAcc: acc, Seconds: er.Seconds, LR: j.sched.LR(j.epoch)})
