@@ -110,5 +110,6 @@ func init() { // in init: the run functions refer to commands for their usage
 		"eval":    {evalUsage, (*cli).cmdEval},
 		"data":    {dataUsage, (*cli).cmdData},
 		"compare": {compareUsage, (*cli).cmdCompare},
+		"bench":   {benchUsage, (*cli).cmdBench},
 	}
 }

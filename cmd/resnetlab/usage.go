@@ -12,6 +12,7 @@ Commands:
   eval      measure the test accuracy of a saved checkpoint
   data      fetch data sets
   compare   compare finished runs side by side
+  bench     time training steps of ResNet-18 (no input pipeline)
   help      show the help of a command
 
 Examples:

@@ -1,0 +1,118 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"resnetlab/kernels"
+	"resnetlab/model"
+	"resnetlab/parallel"
+)
+
+// BenchOptions selects what Bench times.
+type BenchOptions struct {
+	Device     string   // "auto", "cpu" or "cuda"
+	Width      int      // 64 = ResNet-18
+	Batch      int      // images per step (100 = the reference)
+	Steps      int      // timed steps
+	Warmup     int      // untimed steps first (allocation, PTX load)
+	Precisions []string // e.g. fp32, fp16
+	Plugin     string   // torch_ddp or low_level_zero
+}
+
+// BenchResult is one timed configuration.
+type BenchResult struct {
+	Plugin, Precision, Device string
+	StepMS                    float64 // mean wall time of one step, device synchronised
+	ImagesPerSec              float64
+	PeakBytes                 int64
+}
+
+// Bench times full training steps (forward, loss, backward, gradient
+// handling and Adam) of one rank on a fixed random batch already on the
+// device: the step alone, without the input pipeline (runs report that).
+func Bench(ctx context.Context, o BenchOptions) ([]BenchResult, error) {
+	plan, err := planBackends(o.Device, 1, true)
+	if err != nil {
+		return nil, err
+	}
+	var out []BenchResult
+	for _, p := range o.Precisions {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		r, err := benchOne(plan, o, p)
+		if err != nil {
+			return out, fmt.Errorf("%s %s: %w", o.Plugin, p, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func benchOne(plan backendPlan, o BenchOptions, precision string) (BenchResult, error) {
+	dt, err := kernels.ParseDType(precision)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	be, err := plan.open(0, 1)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	defer closeBackend(be)
+	m := model.NewResNet18(be, model.Config{Width: o.Width, InChannels: 3, NumClasses: 10, DType: dt, Seed: 1})
+	defer m.Free()
+	cfg := parallel.EngineConfig{Plugin: o.Plugin, Precision: dt, ZeroStage: 1,
+		Scaler: parallel.ScalerConfig{InitialScale: 32, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 1000, Hysteresis: 2}}
+	g := parallel.NewGroup(1)
+	e, err := parallel.NewEngine(be, parallel.NewStagedComm(be, g.Comm(0)), m, cfg)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	defer e.Free()
+	x, y := randomBatch(be, dt, o.Batch)
+	defer be.Free(x)
+	defer be.Free(y)
+	for i := 0; i < o.Warmup; i++ {
+		if _, err := e.Step(x, y, 1e-3); err != nil {
+			return BenchResult{}, err
+		}
+	}
+	if err := be.Sync(); err != nil {
+		return BenchResult{}, err
+	}
+	be.ResetPeak()
+	t0 := time.Now()
+	for i := 0; i < o.Steps; i++ {
+		if _, err := e.Step(x, y, 1e-3); err != nil {
+			return BenchResult{}, err
+		}
+	}
+	if err := be.Sync(); err != nil {
+		return BenchResult{}, err
+	}
+	dt2 := time.Since(t0).Seconds()
+	return BenchResult{Plugin: o.Plugin, Precision: precision, Device: be.Device(),
+		StepMS: 1000 * dt2 / float64(o.Steps), ImagesPerSec: float64(o.Steps*o.Batch) / dt2,
+		PeakBytes: be.MemStats().TotalPeak}, nil
+}
+
+// randomBatch is a fixed batch of uniform images and random labels.
+func randomBatch(be kernels.Backend, dt kernels.DType, n int) (x, y *kernels.Tensor) {
+	r := rand.New(rand.NewPCG(7, 8))
+	xh := make([]float32, n*3*32*32)
+	for i := range xh {
+		xh[i] = r.Float32()
+	}
+	yh := make([]float32, n)
+	for i := range yh {
+		yh[i] = float32(r.IntN(10))
+	}
+	x = be.New(kernels.CatData, dt, n, 3, 32, 32)
+	y = be.New(kernels.CatData, kernels.F32, n)
+	be.Upload(x, xh)
+	be.Upload(y, yh)
+	return x, y
+}
