@@ -66,3 +66,31 @@ func TestAdamGradScaleUnset(t *testing.T) {
 		t.Errorf("Adam step did not move the parameter")
 	}
 }
+
+// TestAdamVectorMatchesScalar checks that the vector update gives exactly
+// the bits of the scalar one, including tiny, huge and zero values.
+func TestAdamVectorMatchesScalar(t *testing.T) {
+	rng := newRNG(33)
+	hp := kernels.AdamParams{LR: 3e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Step: 3}
+	c := newAdamConsts(hp, 1.0/1024, 1-0.9*0.9*0.9, 1-0.999*0.999*0.999)
+	for _, n := range []int{1, 8, 13, 1000} {
+		mk := func(scale float32) []float32 {
+			v := randVals(rng, n)
+			for i := range v {
+				v[i] *= scale
+			}
+			return v
+		}
+		p, g, m, v := mk(1), mk(1e4), mk(1e-3), mk(1e-6)
+		for i := range v {
+			v[i] = float32(math.Abs(float64(v[i])))
+		}
+		g[0], v[0] = 0, 0
+		p2, g2, m2, v2 := append([]float32(nil), p...), g, append([]float32(nil), m...), append([]float32(nil), v...)
+		adamSlice(p, g, m, v, &c)
+		adamGo(p2, g2, m2, v2, &c)
+		sameBits(t, "p", p, p2)
+		sameBits(t, "m", m, m2)
+		sameBits(t, "v", v, v2)
+	}
+}

@@ -31,3 +31,20 @@ func kernelAsm(kc int, a, b, c []float32, ldc int, acc bool) {
 	}
 	sgemm6x16(kc, &a[0], &b[0], &c[0], ldc, flags)
 }
+
+// adamAVX2 runs the Adam update on n/8 blocks of 8 (adam_amd64.s).
+//
+//go:noescape
+func adamAVX2(p, grad, m, v *float32, n int, c *adamConsts)
+
+// adamVec updates the longest multiple-of-8 prefix with AVX2 and returns
+// its length.
+func adamVec(p, g, m, v []float32, c *adamConsts) int {
+	n := len(p) &^ 7
+	if !usingAsm || n == 0 {
+		return 0
+	}
+	_, _, _ = g[n-1], m[n-1], v[n-1]
+	adamAVX2(&p[0], &g[0], &m[0], &v[0], n, c)
+	return n
+}

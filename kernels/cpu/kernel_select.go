@@ -4,3 +4,6 @@ package cpu
 
 // usingAsm reports whether microKernel is the assembly kernel.
 var usingAsm = false
+
+// adamVec has no vector version here: adamGo does all elements.
+func adamVec(p, g, m, v []float32, c *adamConsts) int { return 0 }

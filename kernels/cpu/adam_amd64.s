@@ -1,0 +1,59 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func adamAVX2(p, grad, m, v *float32, n int, c *adamConsts)
+// The same IEEE operations in the same order as adamGo, 8 lanes at a time
+// (VDIVPS and VSQRTPS are correctly rounded, like their scalar forms).
+TEXT ·adamAVX2(SB), NOSPLIT, $0-48
+	MOVQ p+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ m+16(FP), R8
+	MOVQ v+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ c+40(FP), AX
+	VBROADCASTSS 0(AX), Y0  // gs
+	VBROADCASTSS 4(AX), Y1  // b1
+	VBROADCASTSS 8(AX), Y2  // 1-b1
+	VBROADCASTSS 12(AX), Y3 // b2
+	VBROADCASTSS 16(AX), Y4 // 1-b2
+	VBROADCASTSS 20(AX), Y5 // bc1
+	VBROADCASTSS 24(AX), Y6 // bc2
+	VBROADCASTSS 28(AX), Y7 // eps
+	VBROADCASTSS 32(AX), Y8 // wd
+	VBROADCASTSS 36(AX), Y9 // lr
+	SHRQ $3, CX
+	JZ   done
+
+loop:
+	VMULPS  (SI), Y0, Y10  // gi = g*gs
+	VMULPS  (R8), Y1, Y11  // b1*m
+	VMULPS  Y10, Y2, Y12   // (1-b1)*gi
+	VADDPS  Y12, Y11, Y11  // mi
+	VMOVUPS Y11, (R8)
+	VMULPS  (R9), Y3, Y12  // b2*v
+	VMULPS  Y10, Y4, Y13   // (1-b2)*gi
+	VMULPS  Y10, Y13, Y13  // ((1-b2)*gi)*gi
+	VADDPS  Y13, Y12, Y12  // vi
+	VMOVUPS Y12, (R9)
+	VDIVPS  Y6, Y12, Y12   // vi/bc2
+	VSQRTPS Y12, Y12
+	VADDPS  Y7, Y12, Y12   // denom
+	VDIVPS  Y5, Y11, Y11   // mi/bc1
+	VDIVPS  Y12, Y11, Y11  // (mi/bc1)/denom
+	VMOVUPS (DI), Y13      // p
+	VMULPS  Y13, Y8, Y14   // wd*p
+	VADDPS  Y14, Y11, Y11  // update
+	VMULPS  Y11, Y9, Y11   // lr*update
+	VSUBPS  Y11, Y13, Y13  // p - lr*update
+	VMOVUPS Y13, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	ADDQ    $32, R8
+	ADDQ    $32, R9
+	DECQ    CX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
