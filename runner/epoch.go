@@ -48,6 +48,9 @@ func (j *job) afterStep(dt time.Duration, lr float32) {
 	j.emit(StepDone{Run: j.info.ID, Epoch: j.epoch + 1, Step: j.step, Steps: j.info.StepsPerEpoch,
 		Loss: float64(st.Loss), LossScale: st.LossScale, Skipped: st.Skipped, StepTime: dt,
 		ImagesPerSec: float64(images) / dt.Seconds()})
+	if time.Since(j.memAt) > time.Second { // live memory pane, about once a second
+		j.publishMemory()
+	}
 }
 
 // endEpoch evaluates, records, publishes and checkpoints a finished epoch.
@@ -97,6 +100,7 @@ func (j *job) evaluate() (acc float64, perClass []float64, err error) {
 
 // publishMemory sends every rank's memory accounting.
 func (j *job) publishMemory() {
+	j.memAt = time.Now()
 	r := j.result
 	for i, rs := range j.ranks {
 		ms := rs.be.MemStats()

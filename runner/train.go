@@ -36,6 +36,7 @@ type job struct {
 	epochTime   time.Duration
 	result      *Result
 	trainImages int
+	memAt       time.Time // last MemoryUsage event
 }
 
 // rankState is what one rank owns.
