@@ -1,0 +1,121 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"resnetlab/kernels/cpu"
+	"resnetlab/kernels/cuda"
+)
+
+const gib = int64(1) << 30
+
+// allocOOM is the error kernels/cuda's allocator panics with when
+// cuMemAlloc fails (its Call format is what parseAllocCall reads).
+func allocOOM(req, inUse, reserved, capacity int64) *cuda.Error {
+	return &cuda.Error{Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY",
+		Call: fmt.Sprintf("cuMemAlloc_v2(%d bytes; %d in use, %d reserved, capacity %d)", req, inUse, reserved, capacity)}
+}
+
+func TestExplainOOMFromAllocator(t *testing.T) {
+	drv := allocOOM(512<<20, 100*gib, 120*gib, 140*gib)
+	// As the rank pool sees it: a recovered panic wrapped with %w.
+	err := fmt.Errorf("panic: %w", drv)
+	cell := Cell{ID: "torch_ddp-fp32-2", Plugin: PluginTorchDDP, Precision: "fp32", GPUs: 2}
+	got := explainOOM(err, 1, "NVIDIA H200 #1", cell, 0, nil)
+	var oe *OOMError
+	if !errors.As(got, &oe) {
+		t.Fatalf("got %T %v, want an *OOMError", got, got)
+	}
+	var ce *cuda.Error
+	if !errors.As(got, &ce) || ce != drv {
+		t.Fatal("the driver error is not reachable through errors.As")
+	}
+	if oe.Request != 512<<20 || oe.InUse != 100*gib || oe.Reserved != 120*gib || oe.Capacity != 140*gib {
+		t.Fatalf("sizes %+v", oe)
+	}
+	msg := got.Error()
+	for _, frag := range []string{
+		"rank 1 on NVIDIA H200 #1 ran out of device memory (run torch_ddp-fp32-2)",
+		"allocating 512.00 MiB failed with 100.00 GiB in use and 120.00 GiB reserved of 140.00 GiB",
+		// 80% of 140 GiB is 112 GiB.
+		`run plugin gemini with a [gemini] device_budget (e.g. device_budget = "112GiB")`,
+		"low_level_zero or gemini", "lower batch_size",
+		"CUDA_ERROR_OUT_OF_MEMORY",
+	} {
+		if !strings.Contains(msg, frag) {
+			t.Errorf("message lacks %q:\n%s", frag, msg)
+		}
+	}
+	// The suggested budget must be a size the spec accepts.
+	if n, err := ParseSize("112GiB"); err != nil || n != 112*gib {
+		t.Fatalf("suggested budget does not parse: %d %v", n, err)
+	}
+	if again := explainOOM(fmt.Errorf("rank 1: %w", got), 1, "x", cell, 0, nil); !errors.Is(again, got) ||
+		strings.Count(again.Error(), "ran out of device memory") != 1 {
+		t.Fatalf("explaining twice: %v", again)
+	}
+}
+
+func TestExplainOOMGeminiAdvice(t *testing.T) {
+	drv := allocOOM(1<<20, 2*gib, 2*gib, 80*gib)
+	cell := Cell{ID: "gemini-fp16-1", Plugin: PluginGemini, Precision: "fp16", GPUs: 1}
+	msg := explainOOM(drv, 0, "d", cell, 2*gib, nil).Error()
+	if !strings.Contains(msg, "lower [gemini] device_budget (now 2.00 GiB)") ||
+		!strings.Contains(msg, `placement = "auto"`) || strings.Contains(msg, "run plugin gemini") {
+		t.Fatalf("gemini with a budget: %s", msg)
+	}
+	msg = explainOOM(drv, 0, "d", cell, 0, nil).Error()
+	if !strings.Contains(msg, `set a [gemini] device_budget below the device's memory (e.g. device_budget = "64GiB")`) {
+		t.Fatalf("gemini without a budget: %s", msg)
+	}
+}
+
+func TestExplainOOMOtherCallUsesSnapshot(t *testing.T) {
+	drv := &cuda.Error{Call: "cuModuleLoadData", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY"}
+	cell := Cell{ID: "c", Plugin: PluginTorchDDP}
+	msg := explainOOM(drv, 3, "", cell, 0, &memSnapshot{inUse: 3 * gib, capacity: 4 * gib}).Error()
+	want := "rank 3 ran out of device memory (run c): an allocation failed with 3.00 GiB in use of 4.00 GiB. To fit: "
+	if !strings.HasPrefix(msg, want) {
+		t.Fatalf("got  %s\nwant prefix %s", msg, want)
+	}
+	msg = explainOOM(drv, 0, "", cell, 0, nil).Error()
+	if !strings.Contains(msg, ": an allocation failed. To fit: ") || !strings.Contains(msg, `"8GiB"`) {
+		t.Fatalf("nothing known: %s", msg)
+	}
+}
+
+func TestExplainOOMLeavesOtherErrors(t *testing.T) {
+	for _, err := range []error{
+		errors.New("loss is NaN"),
+		&cuda.Error{Call: "cuLaunchKernel(x)", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"},
+		nil,
+	} {
+		if got := explainOOM(err, 0, "d", Cell{}, 0, nil); got != err {
+			t.Errorf("%v became %v", err, got)
+		}
+		if IsOOM(err) {
+			t.Errorf("IsOOM(%v)", err)
+		}
+	}
+}
+
+// The job's glue takes the device name and usage from the rank's backend.
+func TestJobExplainOOM(t *testing.T) {
+	be := cpu.New()
+	j := &job{spec: &Spec{Gemini: GeminiSpec{DeviceBudget: 5 * gib}},
+		cell:  Cell{ID: "gemini-bf16-1", Plugin: PluginGemini},
+		ranks: []*rankState{{be: be}}}
+	got := j.explainOOM(0, &cuda.Error{Call: "cuMemAllocHost", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY"})
+	var oe *OOMError
+	if !errors.As(got, &oe) || oe.Device != be.Device() || oe.InUse != be.MemStats().Total() ||
+		oe.DeviceBudget != 5*gib || oe.Rank != 0 {
+		t.Fatalf("got %#v", got)
+	}
+	plain := errors.New("x")
+	if j.explainOOM(0, plain) != plain || j.explainOOM(7, plain) != plain {
+		t.Fatal("a non-OOM error changed")
+	}
+}
