@@ -35,30 +35,33 @@ func (s convShape) flops() float64 {
 }
 
 // BenchmarkConv measures forward and backward (dx and dw, twice the
-// forward FLOPs) of every ResNet-18 convolution and reports GFLOP/s.
+// forward FLOPs) of every ResNet-18 convolution with 1 and 2 workers and
+// reports GFLOP/s (nominal FLOPs, see flops).
 func BenchmarkConv(b *testing.B) {
 	for _, c := range resnetConvs {
-		s := c.s
-		be := New()
-		rng := newRNG(1)
-		x, w := randTensor(be, rng, s.N, s.C, s.H, s.W), randTensor(be, rng, s.K, s.C, s.R, s.S)
-		y := be.New(kernels.CatActivations, kernels.F32, s.N, s.K, s.P(), s.Q())
-		dx, dw := be.New(kernels.CatActivations, kernels.F32, x.Shape...), be.New(kernels.CatGrads, kernels.F32, w.Shape...)
-		p := kernels.ConvParams{Stride: s.stride, Pad: s.pad}
-		b.Run(c.name+"/fwd", func(b *testing.B) {
-			cpu0 := cpuSeconds()
-			for b.Loop() {
-				be.Conv2dForward(y, x, w, p)
-			}
-			reportConv(b, s.flops(), cpu0)
-		})
-		b.Run(c.name+"/bwd", func(b *testing.B) {
-			cpu0 := cpuSeconds()
-			for b.Loop() {
-				be.Conv2dBackward(dx, dw, y, x, w, p)
-			}
-			reportConv(b, 2*s.flops(), cpu0)
-		})
+		for _, workers := range []int{1, 2} {
+			s := c.s
+			be := New(WithWorkers(workers))
+			rng := newRNG(1)
+			x, w := randTensor(be, rng, s.N, s.C, s.H, s.W), randTensor(be, rng, s.K, s.C, s.R, s.S)
+			y := be.New(kernels.CatActivations, kernels.F32, s.N, s.K, s.P(), s.Q())
+			dx, dw := be.New(kernels.CatActivations, kernels.F32, x.Shape...), be.New(kernels.CatGrads, kernels.F32, w.Shape...)
+			p := kernels.ConvParams{Stride: s.stride, Pad: s.pad}
+			b.Run(fmt.Sprintf("%s/fwd/w%d", c.name, workers), func(b *testing.B) {
+				cpu0 := cpuSeconds()
+				for b.Loop() {
+					be.Conv2dForward(y, x, w, p)
+				}
+				reportConv(b, s.flops(), cpu0)
+			})
+			b.Run(fmt.Sprintf("%s/bwd/w%d", c.name, workers), func(b *testing.B) {
+				cpu0 := cpuSeconds()
+				for b.Loop() {
+					be.Conv2dBackward(dx, dw, y, x, w, p)
+				}
+				reportConv(b, 2*s.flops(), cpu0)
+			})
+		}
 	}
 }
 
@@ -73,7 +76,12 @@ func reportConv(b *testing.B, flops, cpu0 float64) {
 // of a CPU training step. ms/step is the number to watch; GFLOP/s counts
 // nominal FLOPs (dropped all-padding taps included).
 func BenchmarkResNetStepConvs(b *testing.B) {
-	be := New()
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("w%d", workers), func(b *testing.B) { benchStepConvs(b, New(WithWorkers(workers))) })
+	}
+}
+
+func benchStepConvs(b *testing.B, be *Backend) {
 	type conv struct {
 		x, w, y, dx, dw *kernels.Tensor
 		p               kernels.ConvParams
@@ -114,12 +122,12 @@ func BenchmarkResNetStepConvs(b *testing.B) {
 
 // BenchmarkGemm measures the bare GEMM on a square-ish problem.
 func BenchmarkGemm(b *testing.B) {
-	for _, sz := range [][3]int{{256, 256, 256}, {64, 6400, 576}, {512, 100, 4608}} {
+	for _, sz := range [][4]int{{256, 256, 256, 1}, {64, 6400, 576, 1}, {512, 100, 4608, 1}, {64, 6400, 576, 2}, {512, 100, 4608, 2}} {
 		M, N, K := sz[0], sz[1], sz[2]
-		be := New()
+		be := New(WithWorkers(sz[3]))
 		rng := newRNG(2)
 		a, bb, c := randVals(rng, M*K), randVals(rng, K*N), make([]float32, M*N)
-		b.Run(fmt.Sprintf("%dx%dx%d", M, N, K), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%dx%dx%d/w%d", M, N, K, sz[3]), func(b *testing.B) {
 			for b.Loop() {
 				be.gemm(M, N, K, matrix{data: a, ld: K}, matrix{data: bb, ld: N}, c, N, false)
 			}

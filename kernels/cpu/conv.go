@@ -50,28 +50,30 @@ func (b *Backend) weights(w []float32, g convGeom) []float32 {
 	}
 	rs, nt := g.R*g.S, len(g.taps)
 	wc := b.scratch(slotW, g.K*g.crs())
-	for k := range g.K {
-		for c := range g.C {
+	b.parallel(g.K, 8, func(lo, hi int) {
+		for kc := lo * g.C; kc < hi*g.C; kc++ {
+			src, dst := w[kc*rs:(kc+1)*rs], wc[kc*nt:(kc+1)*nt]
 			for t, tap := range g.taps {
-				wc[(k*g.C+c)*nt+t] = w[(k*g.C+c)*rs+tap]
+				dst[t] = src[tap]
 			}
 		}
-	}
+	})
 	return wc
 }
 
 // scatterWeights writes a [K, crs] gradient over the live taps into dw,
 // zero at the dropped taps.
-func scatterWeights(dw, dwc []float32, g convGeom) {
-	clear(dw)
+func (b *Backend) scatterWeights(dw, dwc []float32, g convGeom) {
 	rs, nt := g.R*g.S, len(g.taps)
-	for k := range g.K {
-		for c := range g.C {
+	b.parallel(g.K, 8, func(lo, hi int) {
+		for kc := lo * g.C; kc < hi*g.C; kc++ {
+			dst, src := dw[kc*rs:(kc+1)*rs], dwc[kc*nt:(kc+1)*nt]
+			clear(dst)
 			for t, tap := range g.taps {
-				dw[(k*g.C+c)*rs+tap] = dwc[(k*g.C+c)*nt+t]
+				dst[tap] = src[t]
 			}
 		}
-	}
+	})
 }
 
 // chunk is the number of images whose im2col columns are built at once.
@@ -176,7 +178,7 @@ func (b *Backend) Conv2dBackward(dx, dw, dy, x, w *kernels.Tensor, p kernels.Con
 		b.col2im(dx.Host, dcol, g, n0, cnt)
 	}
 	if !g.allTaps() {
-		scatterWeights(dw.Host, dwc, g)
+		b.scatterWeights(dw.Host, dwc, g)
 	}
 	b.round(dw)
 	if dx == nil {

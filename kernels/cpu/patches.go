@@ -18,16 +18,22 @@ type patches struct {
 // patchesT is the transposed operand im2col^T (rows are output pixels).
 type patchesT patches
 
-// makePatches builds the padded input of images n0..n0+cnt-1 and the index
-// tables. With no padding the input itself is used.
+// makePatches builds the index tables for images n0..n0+cnt-1 and, when a
+// live tap can read the padding, a zero-padded copy of them; otherwise the
+// input itself is indexed (a 3x3 kernel on a 1x1 map keeps only its centre,
+// which never leaves the image).
 func (b *Backend) makePatches(x []float32, g convGeom, n0, cnt int) patches {
-	hp, wp := g.H+2*g.pad, g.W+2*g.pad
+	lp := 0 // padding materialised in the layout
+	if g.readsPadding() {
+		lp = g.pad
+	}
+	hp, wp := g.H+2*lp, g.W+2*lp
 	plane := hp * wp
-	if int64(cnt)*int64(g.C)*int64(plane) > math.MaxInt32 {
-		panic(fmt.Sprintf("cpu: conv chunk of %d images x %d channels x %dx%d exceeds int32 indexing", cnt, g.C, hp, wp))
+	if int64(g.N)*int64(g.C)*int64(plane) > math.MaxInt32 {
+		panic(fmt.Sprintf("cpu: conv input of %d images x %d channels x %dx%d exceeds int32 indexing", g.N, g.C, hp, wp))
 	}
 	var xp []float32
-	if g.pad == 0 {
+	if lp == 0 {
 		xp = x[n0*g.C*plane : (n0+cnt)*g.C*plane]
 	} else {
 		xp = b.scratch(slotXP, cnt*g.C*plane)
@@ -37,7 +43,9 @@ func (b *Backend) makePatches(x []float32, g convGeom, n0, cnt int) patches {
 	for n := range cnt {
 		for oh := range g.P {
 			row := base[(n*g.P+oh)*g.Q : (n*g.P+oh+1)*g.Q]
-			o := n*g.C*plane + oh*g.stride*wp
+			// Corner of the window in the layout; negative offsets only
+			// occur without padding and are cancelled by every live tap.
+			o := n*g.C*plane + (oh*g.stride-g.pad+lp)*wp - g.pad + lp
 			for ow := range row {
 				row[ow] = int32(o + ow*g.stride)
 			}
@@ -50,6 +58,18 @@ func (b *Backend) makePatches(x []float32, g convGeom, n0, cnt int) patches {
 		}
 	}
 	return patches{xp: xp, base: base, off: off}
+}
+
+// readsPadding reports whether some live tap reads outside the image for
+// some output position.
+func (g convGeom) readsPadding() bool {
+	for _, tap := range g.taps {
+		r, s := tap/g.S, tap%g.S
+		if r < g.pad || (g.P-1)*g.stride-g.pad+r >= g.H || s < g.pad || (g.Q-1)*g.stride-g.pad+s >= g.W {
+			return true
+		}
+	}
+	return false
 }
 
 // padImages copies cnt images into xp with a zero border of g.pad.
