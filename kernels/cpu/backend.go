@@ -9,6 +9,13 @@
 //   - Tensors of DType F16/BF16 hold float32 values rounded to that type after
 //     every op writes them (round-to-nearest-even), which makes this backend
 //     the reference for mixed precision as well.
+//
+// Convolutions are implicit GEMMs (gemm.go, patches.go, conv.go): im2col is
+// gathered straight into the packed panels of a blocked SGEMM whose 6x16
+// micro-kernel is AVX2/FMA assembly where the CPU has it (pure Go
+// otherwise, or with -tags purego). Kernel taps that only ever read
+// padding are dropped, and dx of a stride-1 convolution is the forward
+// convolution of dy with the flipped kernel.
 package cpu
 
 import (

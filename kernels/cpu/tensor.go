@@ -70,10 +70,12 @@ func (b *Backend) Copy(dst, src *kernels.Tensor) {
 func (b *Backend) Fill(t *kernels.Tensor, v float32) {
 	b.check(t, "Fill")
 	v = roundTo(t.DType, v)
-	h := t.Host
-	for i := range h {
-		h[i] = v
-	}
+	b.parallel(t.Len(), grain, func(lo, hi int) {
+		h := t.Host[lo:hi]
+		for i := range h {
+			h[i] = v
+		}
+	})
 }
 
 // check panics unless t is a live tensor of this backend.
