@@ -1,0 +1,217 @@
+package memory
+
+import (
+	"fmt"
+
+	"resnetlab/kernels"
+	"resnetlab/kernels/cpu"
+	"resnetlab/model"
+	"resnetlab/parallel"
+)
+
+// Gemini is one rank's chunk-managed model and HybridAdam optimizer. It
+// implements parallel.Trainer; Step, State and LoadState are collectives,
+// and so is every Forward of Model() when chunks are sharded over ranks
+// (each rank must run it: the chunks are all-gathered).
+type Gemini struct {
+	cfg         Config
+	dev, host   kernels.Backend
+	comm        parallel.DeviceCommunicator
+	world, rank int
+	m           *model.ResNet
+	params      []*model.Param
+	chunks      []*chunk
+	tensors     []*tensorInfo // per parameter index
+	byParam     map[*model.Param]*tensorInfo
+	ce          *model.CrossEntropy
+	scaler      *parallel.LossScaler
+	flag        *kernels.Tensor // overflow vote (device)
+
+	step       int // Adam steps taken (skipped steps excluded)
+	calls      int // Step calls, for the warm-up
+	managedDev int64
+	stage      []float32
+
+	training bool // inside Step: hooks count operators and may trace
+	hook     int  // index of the next hook call of this step
+	offTrace bool // this step left the traced operator order
+	stepPeak int64
+	tr       tracer
+	err      error  // first failure inside a hook (a collective), returned by Step
+	overNote string // where the budget could not be met, for the error message
+	stats    Stats
+}
+
+// Stats are counters for reports and tests.
+type Stats struct {
+	PeakDevice   int64 // largest device MemStats().TotalPeak seen in a Step
+	Moves        int   // chunk parts moved between device and host
+	BytesMoved   int64
+	Gathers      int // all-gathers of sharded chunks
+	Reductions   int // chunk gradient reductions
+	DeviceAdam   int // optimizer chunks updated on the device, last step
+	HostAdam     int // optimizer chunks updated on the host, last step
+	Traced       bool
+	NonModelPeak int64 // largest non-model bytes of any traced operator
+}
+
+var _ parallel.Trainer = (*Gemini)(nil)
+
+// New packs m's parameters into chunks, shards and places them, frees the
+// model's own weight and gradient tensors (the chunks hold them from now
+// on) and installs the hooks. The model must be built in cfg.Precision.
+// Rank 0's initial weights are broadcast, as DDP does.
+func New(dev kernels.Backend, comm parallel.DeviceCommunicator, m *model.ResNet, cfg Config) (*Gemini, error) {
+	if err := cfg.normalise(); err != nil {
+		return nil, err
+	}
+	if m.Cfg.DType != cfg.Precision {
+		return nil, fmt.Errorf("gemini: model is %s but the run is %s", m.Cfg.DType, cfg.Precision)
+	}
+	g := &Gemini{cfg: cfg, dev: dev, host: cpu.New(), comm: comm, world: comm.WorldSize(), rank: comm.Rank(),
+		m: m, params: m.Params(), byParam: map[*model.Param]*tensorInfo{}}
+	pk, err := pack(g.params, chunkCapacities(g.params, cfg.ChunkElems, g.world))
+	if err != nil {
+		return nil, err
+	}
+	g.chunks, g.tensors = pk.chunks, pk.tensors
+	for _, t := range g.tensors {
+		g.byParam[t.p] = t
+	}
+	g.shardChunks()
+	g.placeInitial()
+	if err := g.materialise(g.takeInitialWeights()); err != nil {
+		return nil, err
+	}
+	g.flag = g.alloc(Device, kernels.CatWorkspace, kernels.F32, 1)
+	g.ce = model.NewCrossEntropy(dev)
+	if cfg.Precision == kernels.F16 {
+		g.scaler = parallel.NewLossScaler(cfg.Scaler)
+	}
+	m.SetHooks(g)
+	dev.ResetPeak()
+	g.emitChunks()
+	return g, nil
+}
+
+// shardChunks marks chunks sharded: with more than one rank, all but the
+// first chunks that make up (1-ShardParamFrac) of the bytes.
+func (g *Gemini) shardChunks() {
+	var total int64
+	for _, c := range g.chunks {
+		total += c.payloadBytes()
+	}
+	keep := int64(float64(total) * (1 - g.cfg.ShardParamFrac))
+	var kept int64
+	for _, c := range g.chunks {
+		c.shardLen = c.size
+		if g.world > 1 && kept >= keep {
+			c.sharded = true
+			c.shardLen = c.size / g.world
+			c.ownOff = g.rank * c.shardLen
+			continue
+		}
+		kept += c.payloadBytes()
+	}
+}
+
+// takeInitialWeights downloads every parameter into its chunk's full host
+// image, frees the model's own weight and gradient tensors, and broadcasts
+// rank 0's images. It returns one image per chunk.
+func (g *Gemini) takeInitialWeights() [][]float32 {
+	full := make([][]float32, len(g.chunks))
+	for i, c := range g.chunks {
+		full[i] = make([]float32, c.size)
+	}
+	for _, t := range g.tensors {
+		g.dev.Download(t.p.W, full[t.c.id][t.off:t.off+t.n])
+		g.dev.Free(t.p.W)
+		g.dev.Free(t.p.G)
+		t.p.W, t.p.G = nil, nil
+	}
+	return full
+}
+
+// materialise broadcasts the initial chunk images from rank 0 and creates
+// every chunk's persistent parts where placeInitial put them.
+func (g *Gemini) materialise(full [][]float32) error {
+	for i, c := range g.chunks {
+		if g.world > 1 {
+			tmp := g.alloc(Device, kernels.CatWorkspace, kernels.F32, c.size)
+			g.dev.Upload(tmp, full[i])
+			err := g.comm.Broadcast(tmp, 0)
+			g.dev.Download(tmp, full[i])
+			g.release(Device, tmp)
+			if err != nil {
+				return fmt.Errorf("gemini: broadcast of chunk %d's initial weights: %w", c.id, err)
+			}
+		}
+		own := full[i][c.ownOff : c.ownOff+c.shardLen]
+		o := &c.opt
+		o.master = g.alloc(o.on, kernels.CatOptState, kernels.F32, c.shardLen)
+		g.backend(o.on).Upload(o.master, own)
+		o.m = g.alloc(o.on, kernels.CatOptState, kernels.F32, c.shardLen)
+		o.v = g.alloc(o.on, kernels.CatOptState, kernels.F32, c.shardLen)
+		s := &c.payload
+		if c.sharded {
+			s = &c.shard
+		}
+		s.t = g.alloc(s.on, kernels.CatParams, c.dt, c.shardLen)
+		g.backend(s.on).Upload(s.t, own)
+		if !c.sharded {
+			for _, t := range c.tensors {
+				g.transition(t, Hold)
+			}
+		}
+	}
+	return nil
+}
+
+// Model is the wrapped model. Its parameters are views of chunk buffers,
+// bound by the hooks around every use.
+func (g *Gemini) Model() *model.ResNet { return g.m }
+
+// Scaler is the loss scaler (nil for bf16).
+func (g *Gemini) Scaler() *parallel.LossScaler { return g.scaler }
+
+// Stats returns the counters.
+func (g *Gemini) Stats() Stats { return g.stats }
+
+// Chunks describes every chunk of this rank.
+func (g *Gemini) Chunks() []ChunkInfo {
+	out := make([]ChunkInfo, len(g.chunks))
+	for i, c := range g.chunks {
+		ci := ChunkInfo{ID: c.id, DType: c.dt, Elems: c.size, Used: c.used, Bytes: c.payloadBytes(),
+			Sharded: c.sharded, Payload: c.payload.on, Shard: c.shard.on, Optim: c.opt.on}
+		for _, t := range c.tensors {
+			ci.States[t.state]++
+		}
+		out[i] = ci
+	}
+	return out
+}
+
+func (g *Gemini) emitChunks() {
+	if g.cfg.OnEvent != nil {
+		g.cfg.OnEvent(ChunksEvent{Rank: g.rank, Step: g.calls, Chunks: g.Chunks()})
+	}
+}
+
+// Free releases every chunk and buffer and removes the hooks (the model's
+// parameters then point at freed storage; free the model next).
+func (g *Gemini) Free() {
+	g.m.SetHooks(nil)
+	for _, c := range g.chunks {
+		g.freeSlot(&c.payload)
+		g.freeSlot(&c.shard)
+		g.freeSlot(&c.grad)
+		o := &c.opt
+		for _, t := range []*kernels.Tensor{o.master, o.m, o.v, o.g} {
+			g.release(o.on, t)
+		}
+		c.opt = optGroup{}
+	}
+	g.release(Device, g.flag)
+	g.flag = nil
+	g.ce.Free()
+}

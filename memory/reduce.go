@@ -1,0 +1,59 @@
+package memory
+
+import (
+	"fmt"
+
+	"resnetlab/kernels"
+	"resnetlab/parallel"
+)
+
+// reduce averages chunk c's gradients over ranks into this rank's fp32
+// gradient shard, which goes where c's optimizer chunk lives, and frees the
+// gradient buffer. Sharded chunks reduce-scatter (each rank receives the
+// average of its own block), replicated chunks all-reduce; both sum in
+// rank order on the host communicator, exactly as parallel.Engine does, so
+// the averages are bit-identical to DDP's and ZeRO's.
+func (g *Gemini) reduce(k int, c *chunk) {
+	o := &c.opt
+	var extra int64
+	if g.world > 1 {
+		extra += 4 * int64(c.size) // fp32 staging of the whole chunk
+	}
+	if o.on == Device && (g.world == 1 || c.sharded) {
+		extra += 4 * int64(c.shardLen)
+	}
+	g.makeRoom(k, extra, []*chunk{c})
+	if c.grad.on != Device { // makeRoom never evicts c; fetch put it here
+		panic(fmt.Sprintf("memory: chunk %d's gradients are on %s at reduction", c.id, c.grad.on))
+	}
+	g.stats.Reductions++
+	if g.world == 1 {
+		o.g = g.alloc(o.on, kernels.CatGrads, kernels.F32, c.shardLen)
+		g.transfer(o.g, o.on, c.grad.t, Device)
+		g.freeSlot(&c.grad)
+		return
+	}
+	tmp := g.alloc(Device, kernels.CatGrads, kernels.F32, c.size)
+	g.dev.Copy(tmp, c.grad.t)
+	g.freeSlot(&c.grad)
+	if !c.sharded {
+		if err := g.comm.AllReduce(tmp, parallel.Avg); err != nil {
+			g.fail(fmt.Errorf("gemini: all-reduce of chunk %d's gradients: %w", c.id, err))
+		}
+		if o.on == Device {
+			o.g = tmp // the reduced buffer is the gradient shard itself
+			return
+		}
+		o.g = g.alloc(Host, kernels.CatGrads, kernels.F32, c.size)
+		g.transfer(o.g, Host, tmp, Device)
+		g.release(Device, tmp)
+		return
+	}
+	own := kernels.View(tmp, c.ownOff, c.shardLen)
+	if err := g.comm.ReduceScatter(own, tmp, parallel.Avg); err != nil {
+		g.fail(fmt.Errorf("gemini: reduce-scatter of chunk %d's gradients: %w", c.id, err))
+	}
+	o.g = g.alloc(o.on, kernels.CatGrads, kernels.F32, c.shardLen)
+	g.transfer(o.g, o.on, own, Device)
+	g.release(Device, tmp)
+}

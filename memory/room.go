@@ -1,0 +1,126 @@
+package memory
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// The device budget. Before each operator (hook k) Gemini frees device
+// memory until its own bytes, the non-model bytes in use now, the bytes the
+// hook is about to allocate and the traced growth of the segment after
+// hook k fit the budget. Victims are the chunks (not needed by the
+// operator) whose next use is farthest away in the traced order (Belady);
+// evicting a chunk moves its payload, gradient buffer and shard to host
+// memory. Optimizer chunks are placed by the policy and not evicted here.
+// Before statistics exist (warm-up, evaluation outside Step) it is
+// conservative: only the operator's own chunks stay on the device.
+
+// conservative reports whether hook k runs without statistics under a budget.
+func (g *Gemini) conservative(k int) bool {
+	return g.cfg.DeviceBudget > 0 && !g.planned(k)
+}
+
+// nonModelNow is the device bytes in use that Gemini does not manage.
+func (g *Gemini) nonModelNow() int64 { return g.dev.MemStats().Total() - g.managedDev }
+
+// makeRoom evicts chunks other than keep until extra more bytes (and the
+// traced growth after hook k) fit the budget.
+func (g *Gemini) makeRoom(k int, extra int64, keep []*chunk) {
+	b := g.cfg.DeviceBudget
+	if b == 0 {
+		return
+	}
+	if g.conservative(k) {
+		for _, c := range g.chunks {
+			if !contains(keep, c) {
+				g.evict(c)
+			}
+		}
+		if need := g.managedDev + extra + g.nonModelNow(); need > b {
+			g.noteOver(k, need)
+		}
+		return
+	}
+	for {
+		need := g.managedDev + extra + g.nonModelNow() + g.tr.growth[k]
+		if need <= b {
+			return
+		}
+		c := g.farthest(k, keep)
+		if c == nil {
+			g.noteOver(k, need)
+			return
+		}
+		g.evict(c)
+	}
+}
+
+func (g *Gemini) noteOver(k int, need int64) {
+	if g.overNote != "" {
+		return
+	}
+	op := "outside the traced step"
+	if k >= 0 && k < len(g.tr.ops) {
+		op = g.tr.ops[k]
+	}
+	g.overNote = fmt.Sprintf("at %s the device needs %d B (%d B of chunks, %d B non-model) with only the operator's chunks resident",
+		op, need, g.managedDev, g.nonModelNow())
+}
+
+// evictable reports whether c has anything on the device to move out.
+func evictable(c *chunk) bool {
+	return c.payload.on == Device || c.grad.on == Device || c.shard.on == Device
+}
+
+// evict moves c's device-resident parameter data to host memory. A
+// sharded chunk with every tensor HOLD drops its payload instead.
+func (g *Gemini) evict(c *chunk) {
+	if c.payload.on == Device {
+		if c.sharded && c.allIn(Hold) {
+			g.afterUse(c)
+		} else {
+			g.moveSlot(c, PartPayload, &c.payload, Host)
+		}
+	}
+	g.moveSlot(c, PartGrad, &c.grad, Host)
+	g.moveSlot(c, PartShard, &c.shard, Host)
+}
+
+// farthest is the evictable chunk outside keep whose next use after hook k
+// comes last (nil when none is left).
+func (g *Gemini) farthest(k int, keep []*chunk) *chunk {
+	var best *chunk
+	bestUse := -1
+	for _, c := range g.chunks {
+		if !evictable(c) || contains(keep, c) {
+			continue
+		}
+		if u := g.nextUse(c, k); u > bestUse {
+			best, bestUse = c, u
+		}
+	}
+	return best
+}
+
+// nextUse is the hook index of c's first use after hook k, counting on
+// into the next step; math.MaxInt when c is never used.
+func (g *Gemini) nextUse(c *chunk, k int) int {
+	if len(c.uses) == 0 {
+		return math.MaxInt
+	}
+	i := sort.SearchInts(c.uses, k+1)
+	if i < len(c.uses) {
+		return c.uses[i]
+	}
+	return c.uses[0] + len(g.tr.ops)
+}
+
+func contains(cs []*chunk, c *chunk) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,186 @@
+package memory
+
+import (
+	"fmt"
+
+	"resnetlab/kernels"
+	"resnetlab/parallel"
+)
+
+// Step runs forward, backward (the hooks fetch, release and reduce chunks
+// as it goes), the overflow vote and HybridAdam on one batch.
+func (g *Gemini) Step(x, labels *kernels.Tensor, lr float32) (parallel.StepStats, error) {
+	g.beginStep()
+	defer func() { g.training = false }()
+	scale := float32(1)
+	var st parallel.StepStats
+	if g.scaler != nil {
+		scale = float32(g.scaler.Scale)
+		st.LossScale = g.scaler.Scale
+	}
+	logits := g.m.Forward(x, true)
+	_, dlogits := g.ce.Forward(logits, labels, scale, true)
+	g.m.Backward(dlogits)
+	st.Loss = g.ce.Value()
+	if err := g.endBackward(); err != nil {
+		return st, err
+	}
+	overflow, err := g.overflow()
+	if err != nil {
+		return st, err
+	}
+	if overflow {
+		st.Skipped = true
+	} else {
+		g.step++
+		g.adam(lr, 1/scale)
+		g.writeBack()
+	}
+	g.freeGradShards()
+	if g.scaler != nil {
+		g.scaler.Update(overflow)
+	}
+	if err := g.syncBuffers(); err != nil {
+		return st, err
+	}
+	return st, g.endStep()
+}
+
+func (g *Gemini) beginStep() {
+	g.training, g.hook, g.offTrace = true, 0, false
+	g.err, g.overNote, g.stepPeak = nil, "", 0
+	g.dev.ResetPeak()
+	if g.tracing() {
+		for _, c := range g.chunks {
+			c.uses = c.uses[:0]
+		}
+	}
+}
+
+// endBackward closes the trace and checks that every chunk was reduced.
+func (g *Gemini) endBackward() error {
+	if g.tracing() {
+		g.closeSegment(g.hook)
+	}
+	if g.err != nil {
+		return g.err
+	}
+	for _, c := range g.chunks {
+		if c.grad.on != Nowhere || c.opt.g == nil {
+			return fmt.Errorf("gemini: chunk %d was not reduced after backward (first tensor %s is %s): a parameter got no gradient",
+				c.id, c.tensors[0].name, c.tensors[0].state)
+		}
+	}
+	return nil
+}
+
+// overflow votes over all ranks whether any gradient shard is inf or NaN.
+func (g *Gemini) overflow() (bool, error) {
+	devG, hostG := g.split(func(o *optGroup) *kernels.Tensor { return o.g })
+	bad := (len(devG) > 0 && g.dev.NonFinite(devG)) || (len(hostG) > 0 && g.host.NonFinite(hostG))
+	if g.world == 1 {
+		return bad, nil
+	}
+	v := float32(0)
+	if bad {
+		v = 1
+	}
+	g.dev.Fill(g.flag, v)
+	if err := g.comm.AllReduce(g.flag, parallel.Sum); err != nil {
+		return false, fmt.Errorf("gemini: overflow vote: %w", err)
+	}
+	var h [1]float32
+	g.dev.Download(g.flag, h[:])
+	return h[0] > 0, nil
+}
+
+// split lists pick(opt) of every chunk, device-resident ones first.
+func (g *Gemini) split(pick func(*optGroup) *kernels.Tensor) (dev, host []*kernels.Tensor) {
+	for _, c := range g.chunks {
+		if c.opt.on == Device {
+			dev = append(dev, pick(&c.opt))
+		} else {
+			host = append(host, pick(&c.opt))
+		}
+	}
+	return dev, host
+}
+
+// adam is HybridAdam: one fused multi-tensor step over the optimizer
+// chunks on the device with the device backend, and one over those in host
+// memory with the CPU backend. The update is element-wise, so where a
+// chunk lives does not change its arithmetic (on the CPU reference).
+func (g *Gemini) adam(lr, gradScale float32) {
+	hp := kernels.AdamParams{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: g.step, GradScale: gradScale}
+	dp, hpm := g.split(func(o *optGroup) *kernels.Tensor { return o.master })
+	dg, hg := g.split(func(o *optGroup) *kernels.Tensor { return o.g })
+	dm, hm := g.split(func(o *optGroup) *kernels.Tensor { return o.m })
+	dv, hv := g.split(func(o *optGroup) *kernels.Tensor { return o.v })
+	if len(dp) > 0 { // issued first: a GPU runs it while the host works
+		g.dev.AdamStep(dp, dg, dm, dv, hp)
+	}
+	if len(hpm) > 0 {
+		g.host.AdamStep(hpm, hg, hm, hv, hp)
+	}
+	g.stats.DeviceAdam, g.stats.HostAdam = len(dp), len(hpm)
+}
+
+// writeBack rounds the updated master weights into the parameter chunks:
+// the full payload of replicated chunks, this rank's shard of sharded ones
+// (whose payload is gathered again at its next use).
+func (g *Gemini) writeBack() {
+	for _, c := range g.chunks {
+		dst := &c.payload
+		if c.sharded {
+			if c.payload.on != Nowhere {
+				panic(fmt.Sprintf("memory: sharded chunk %d still materialised at the optimizer step", c.id))
+			}
+			dst = &c.shard
+		}
+		g.transfer(dst.t, dst.on, c.opt.master, c.opt.on)
+	}
+}
+
+func (g *Gemini) freeGradShards() {
+	for _, c := range g.chunks {
+		g.release(c.opt.on, c.opt.g)
+		c.opt.g = nil
+	}
+}
+
+// syncBuffers gives every rank rank 0's batch-norm running statistics, as
+// parallel.Engine does (torch DDP's broadcast_buffers).
+func (g *Gemini) syncBuffers() error {
+	if g.world == 1 {
+		return nil
+	}
+	for _, b := range g.m.Buffers() {
+		if err := g.comm.Broadcast(b.T, 0); err != nil {
+			return fmt.Errorf("gemini: broadcast of %s: %w", b.Name, err)
+		}
+	}
+	return nil
+}
+
+// endStep finishes the warm-up when due, checks the budget and reports.
+func (g *Gemini) endStep() error {
+	g.calls++
+	g.notePeak(g.dev.MemStats().TotalPeak)
+	g.stats.PeakDevice = max(g.stats.PeakDevice, g.stepPeak)
+	if !g.tr.done && g.calls >= g.cfg.WarmupSteps {
+		g.tr.done = true
+		g.stats.Traced = true
+		g.stats.NonModelPeak = g.tr.nonModel
+		g.placeAfterWarmup()
+	}
+	g.emitChunks()
+	if b := g.cfg.DeviceBudget; b > 0 && g.stepPeak > b {
+		note := g.overNote
+		if note == "" {
+			note = "the traced statistics underestimated an operator"
+		}
+		return fmt.Errorf("gemini: device budget %d B exceeded: peak %d B in step %d (%s); activations and one operator's chunks must fit",
+			b, g.stepPeak, g.calls, note)
+	}
+	return nil
+}
