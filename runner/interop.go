@@ -1,0 +1,321 @@
+package runner
+
+// Interop with PyTorch. ExportModel turns a checkpoint's model_E.pth (our
+// own container) into a file torch.load or safetensors.torch.load_file
+// reads straight into torchvision's resnet18: the same keys in the same
+// order, the same shapes, float32 tensors and 0-dim int64
+// num_batches_tracked. ImportModel goes the other way and writes a full
+// checkpoint (model, optimizer with zero Adam moments at step 0, LR
+// scheduler) that eval scores and run resumes from.
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"resnetlab/data"
+	"resnetlab/kernels"
+	"resnetlab/kernels/cpu"
+	"resnetlab/model"
+	"resnetlab/model/torchfmt"
+	"resnetlab/parallel"
+)
+
+// Interchange formats of ExportModel.
+const (
+	FormatSafetensors = "safetensors"
+	FormatPth         = "pth"
+)
+
+// ExportFormat resolves the format of an export to out: format when given
+// (safetensors or pth), else from out's extension (.safetensors; .pth, .pt
+// or .bin for torch.save).
+func ExportFormat(format, out string) (string, error) {
+	switch strings.ToLower(format) {
+	case FormatSafetensors:
+		return FormatSafetensors, nil
+	case FormatPth, "pt", "torch":
+		return FormatPth, nil
+	case "":
+	default:
+		return "", fmt.Errorf("export format %q: want safetensors or pth", format)
+	}
+	switch strings.ToLower(filepath.Ext(out)) {
+	case ".safetensors":
+		return FormatSafetensors, nil
+	case ".pth", ".pt", ".bin":
+		return FormatPth, nil
+	}
+	return "", fmt.Errorf("export to %s: cannot tell the format from the extension %q "+
+		"(use .safetensors, .pth or .pt, or give the format: safetensors or pth)", out, filepath.Ext(out))
+}
+
+// ExportModel writes the model of dir's checkpoint of epoch (0: the latest
+// complete one) to out, atomically, as safetensors or a torch.save archive
+// (format "" picks it from out's extension) with torchvision's keys.
+func ExportModel(dir string, epoch int, format, out string) error {
+	format, err := ExportFormat(format, out)
+	if err != nil {
+		return err
+	}
+	if epoch, err = resolveEpoch(dir, epoch); err != nil {
+		return err
+	}
+	path, _, _ := CheckpointPaths(dir, epoch)
+	meta, ts, err := ReadCheckpointFile(path, "model")
+	if err != nil {
+		return err
+	}
+	cfg, _, err := evalModelConfig(path, meta, EvalOptions{})
+	if err != nil {
+		return err
+	}
+	sd, _, err := checkedStateDict(cfg, stateDictOf(ts))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return writeTorchFile(out, format, torchTensors(sd), exportMetadata(meta))
+}
+
+// resolveEpoch turns epoch 0 into the latest complete checkpoint in dir.
+func resolveEpoch(dir string, epoch int) (int, error) {
+	if epoch < 0 {
+		return 0, fmt.Errorf("epoch %d: want >= 1 (or 0 for the latest)", epoch)
+	}
+	if epoch > 0 {
+		return epoch, nil
+	}
+	epochs, err := ListCheckpoints(dir)
+	if err != nil {
+		return 0, err
+	}
+	if len(epochs) == 0 {
+		return 0, fmt.Errorf("no complete checkpoint (model_E.pth, optimizer_E.pth, lr_scheduler_E.pth) in %s", dir)
+	}
+	return epochs[len(epochs)-1], nil
+}
+
+// torchTensors converts a state dict to torch's dtypes: float32 for
+// parameters and BN statistics, int64 for the batch counters.
+func torchTensors(sd []model.NamedTensor) []torchfmt.Tensor {
+	out := make([]torchfmt.Tensor, len(sd))
+	for i, nt := range sd {
+		out[i] = torchfmt.Tensor{Name: nt.Name, DType: torchfmt.F32, Shape: slices.Clone(nt.Shape), F32: nt.Data}
+		if nt.Int64 != nil {
+			out[i].DType, out[i].F32, out[i].I64 = torchfmt.I64, nil, nt.Int64
+		}
+	}
+	return out
+}
+
+// exportMetadata is the safetensors header's free-form metadata: "format"
+// "pt" as Hugging Face's loaders expect, plus where the weights came from.
+func exportMetadata(meta map[string]any) map[string]string {
+	md := map[string]string{"format": "pt", "source": "resnetlab", "architecture": "torchvision resnet18"}
+	for _, k := range []string{"epoch", "dataset", "plugin", "precision"} {
+		if v, ok := meta[k]; ok {
+			md[k] = fmt.Sprint(v)
+		}
+	}
+	return md
+}
+
+// writeTorchFile writes ts to out in format through a temporary file, so
+// out is either the old file or the complete new one.
+func writeTorchFile(out, format string, ts []torchfmt.Tensor, md map[string]string) error {
+	if dir := filepath.Dir(out); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("export to %s: %w", out, err)
+		}
+	}
+	return writeFileAtomic(out, func(w io.Writer) error {
+		if format == FormatSafetensors {
+			return torchfmt.WriteSafetensors(w, ts, md)
+		}
+		return torchfmt.WritePth(w, ts)
+	})
+}
+
+// ImportModel reads a torchvision resnet18 state dict (torch.save archive
+// or safetensors; DDP's "module." prefix is dropped) from in and writes it
+// as dir's checkpoint of epoch, ready for eval and resume. The model's
+// width, input channels and classes come from the shapes of conv1.weight
+// and fc.weight; dataset "" means fashion-mnist for one input channel and
+// cifar10 otherwise. An existing checkpoint of that epoch is not replaced.
+func ImportModel(in, dir string, epoch int, dataset string) error {
+	if epoch < 1 {
+		return fmt.Errorf("import: epoch %d, want >= 1", epoch)
+	}
+	mp, _, _ := CheckpointPaths(dir, epoch)
+	if _, err := os.Stat(mp); err == nil {
+		return fmt.Errorf("import: %s already exists; remove it or choose another epoch", mp)
+	}
+	ts, err := torchfmt.ReadFile(in)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	sd, err := fromTorchTensors(ts)
+	if err != nil {
+		return fmt.Errorf("import %s: %w", in, err)
+	}
+	cfg, err := inferModelConfig(sd)
+	if err != nil {
+		return fmt.Errorf("import %s: %w", in, err)
+	}
+	if dataset, err = importDataset(dataset, cfg); err != nil {
+		return fmt.Errorf("import %s: %w", in, err)
+	}
+	sd, paramLens, err := checkedStateDict(cfg, sd)
+	if err != nil {
+		return fmt.Errorf("import %s: not torchvision's resnet18 (width %d, %d input channels, %d classes): %w",
+			in, cfg.Width, cfg.InChannels, cfg.NumClasses, err)
+	}
+	_, err = saveCheckpoint(dir, freshState(sd, paramLens), importMeta(epoch, cfg, dataset), referenceSched())
+	return err
+}
+
+// fromTorchTensors converts a read state dict to ours, checking dtypes:
+// counters must be int64, everything else a float type (float16 and
+// bfloat16 are widened exactly).
+func fromTorchTensors(ts []torchfmt.Tensor) ([]model.NamedTensor, error) {
+	prefix := wrapperPrefix(ts)
+	out := make([]model.NamedTensor, len(ts))
+	for i, t := range ts {
+		name := strings.TrimPrefix(t.Name, prefix)
+		counter := strings.HasSuffix(name, ".num_batches_tracked")
+		switch {
+		case counter && t.DType != torchfmt.I64:
+			return nil, fmt.Errorf("key %q is %s, want an int64 (I64) scalar", t.Name, t.DType)
+		case !counter && t.DType == torchfmt.I64:
+			return nil, fmt.Errorf("key %q is I64, want a float tensor (F32, F16 or BF16)", t.Name)
+		}
+		out[i] = model.NamedTensor{Name: name, Shape: t.Shape, Data: t.F32, Int64: t.I64}
+	}
+	return out, nil
+}
+
+// wrapperPrefix is "module." (DistributedDataParallel) or "_orig_mod."
+// (torch.compile) when every key carries it, else "".
+func wrapperPrefix(ts []torchfmt.Tensor) string {
+	for _, p := range []string{"module.", "_orig_mod."} {
+		all := len(ts) > 0
+		for _, t := range ts {
+			all = all && strings.HasPrefix(t.Name, p)
+		}
+		if all {
+			return p
+		}
+	}
+	return ""
+}
+
+// inferModelConfig reads width and input channels from conv1.weight
+// [width, in, 7, 7] and the class count from fc.weight [classes, 8*width].
+func inferModelConfig(sd []model.NamedTensor) (model.Config, error) {
+	cfg := model.Config{DType: kernels.F32}
+	conv1, fc := findTensor(sd, "conv1.weight"), findTensor(sd, "fc.weight")
+	switch {
+	case conv1 == nil:
+		return cfg, fmt.Errorf("no key \"conv1.weight\" (the stem convolution, shape [width, in_channels, 7, 7]); keys start %s", firstKeys(sd))
+	case len(conv1.Shape) != 4 || conv1.Shape[0] < 1 || conv1.Shape[1] < 1 || conv1.Shape[2] != 7 || conv1.Shape[3] != 7:
+		return cfg, fmt.Errorf("key \"conv1.weight\" has shape %v, want [width, in_channels, 7, 7]", conv1.Shape)
+	case fc == nil:
+		return cfg, fmt.Errorf("no key \"fc.weight\" (the classifier, shape [classes, 8*width])")
+	case len(fc.Shape) != 2 || fc.Shape[0] < 1:
+		return cfg, fmt.Errorf("key \"fc.weight\" has shape %v, want [classes, %d]", fc.Shape, 8*conv1.Shape[0])
+	}
+	cfg.Width, cfg.InChannels, cfg.NumClasses = conv1.Shape[0], conv1.Shape[1], fc.Shape[0]
+	return cfg, nil
+}
+
+func findTensor(sd []model.NamedTensor, name string) *model.NamedTensor {
+	for i := range sd {
+		if sd[i].Name == name {
+			return &sd[i]
+		}
+	}
+	return nil
+}
+
+// firstKeys quotes up to five keys, to show what a foreign file holds.
+func firstKeys(sd []model.NamedTensor) string {
+	var ks []string
+	for i := 0; i < len(sd) && i < 5; i++ {
+		ks = append(ks, strconv.Quote(sd[i].Name))
+	}
+	if len(sd) > 5 {
+		ks = append(ks, "...")
+	}
+	return "[" + strings.Join(ks, " ") + "]"
+}
+
+// importDataset picks and checks the data set the model will be scored on.
+func importDataset(name string, cfg model.Config) (string, error) {
+	if name == "" {
+		name = "cifar10"
+		if cfg.InChannels == 1 {
+			name = "fashion-mnist"
+		}
+	}
+	canon, err := data.Canonical(name)
+	if err != nil {
+		return "", err
+	}
+	classes := map[string]int{"cifar10": len(data.CIFAR10Classes), "fashion-mnist": len(data.FashionMNISTClasses),
+		"synthetic": len(data.SyntheticClasses)}[canon]
+	switch {
+	case cfg.InChannels != 3 && (canon != "fashion-mnist" || cfg.InChannels != 1):
+		return "", fmt.Errorf("conv1.weight takes %d input channels; %s needs 3 (fashion-mnist: 1 or 3)", cfg.InChannels, canon)
+	case cfg.NumClasses != classes:
+		return "", fmt.Errorf("fc.weight has %d outputs; %s has %d classes", cfg.NumClasses, canon, classes)
+	}
+	return canon, nil
+}
+
+// checkedStateDict loads sd into a CPU model of cfg, which names every
+// missing, unexpected or mis-shaped key, and returns the model's state dict
+// (torchvision's order, the same values) and the length of each parameter.
+func checkedStateDict(cfg model.Config, sd []model.NamedTensor) ([]model.NamedTensor, []int, error) {
+	m := model.NewResNet18(cpu.New(), cfg)
+	defer m.Free()
+	if err := m.LoadStateDict(sd); err != nil {
+		return nil, nil, err
+	}
+	var lens []int
+	for _, p := range m.Params() {
+		lens = append(lens, p.W.Len())
+	}
+	return m.StateDict(), lens, nil
+}
+
+// freshState is the training state of a model no optimizer has touched:
+// zero Adam moments, step 0, no loss scaler.
+func freshState(sd []model.NamedTensor, paramLens []int) *parallel.State {
+	st := &parallel.State{Model: sd}
+	for _, n := range paramLens {
+		st.ExpAvg = append(st.ExpAvg, make([]float32, n))
+		st.ExpAvgSq = append(st.ExpAvgSq, make([]float32, n))
+	}
+	return st
+}
+
+// importMeta describes an imported checkpoint. Step and steps per epoch
+// are 0 (no training position), which loadCheckpoint reads as a finished
+// epoch, so a run resumes at epoch+1.
+func importMeta(epoch int, cfg model.Config, dataset string) ckptMeta {
+	def := defaultSpec("", func(string) string { return "" })
+	return ckptMeta{Epoch: epoch, Plugin: "imported", Precision: "fp32", World: 1,
+		Width: cfg.Width, InChannels: cfg.InChannels, Classes: cfg.NumClasses, Dataset: dataset,
+		SynTest: def.Synthetic.Test, SynSeed: int(def.Synthetic.Seed)}
+}
+
+// referenceSched is the default spec's MultiStepLR, recorded in the
+// lr_scheduler file (a resumed run follows its own spec's schedule).
+func referenceSched() model.MultiStepLR {
+	def := defaultSpec("", func(string) string { return "" })
+	return model.MultiStepLR{Base: def.LR, Milestones: def.Milestones, Gamma: def.Gamma}
+}
