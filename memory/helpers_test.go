@@ -1,0 +1,205 @@
+package memory
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"resnetlab/data"
+	"resnetlab/kernels"
+	"resnetlab/kernels/cpu"
+	"resnetlab/model"
+	"resnetlab/parallel"
+)
+
+// The tests train a width-8 ResNet-18 on synthetic images with CPU ranks:
+// the device is a CPU backend too, so every code path of a GPU run (moves,
+// budgets, collectives, HybridAdam on both sides) runs, in exact arithmetic.
+
+const testWidth = 8
+
+var testData = sync.OnceValue(func() *data.Dataset {
+	train, _ := data.Synthetic(160, 10, 7)
+	return train
+})
+
+var testScaler = parallel.ScalerConfig{InitialScale: 32, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 1000, Hysteresis: 2}
+
+// batchOf uploads batch step of epoch 0 of rank/world's shard.
+func batchOf(be kernels.Backend, dt kernels.DType, batch, step, rank, world int) (x, y *kernels.Tensor) {
+	ds := testData()
+	l := data.NewLoader(ds, batch, true, true, true, 3, rank, world)
+	xh := make([]float32, batch*ds.ImageLen())
+	yh := make([]float32, batch)
+	l.Batch(0, step, xh, yh)
+	x = be.New(kernels.CatData, dt, batch, ds.C, 32, 32)
+	y = be.New(kernels.CatData, kernels.F32, batch)
+	be.Upload(x, xh)
+	be.Upload(y, yh)
+	return x, y
+}
+
+func newModel(be kernels.Backend, dt kernels.DType) *model.ResNet {
+	return model.NewResNet18(be, model.Config{Width: testWidth, InChannels: 3, NumClasses: 10, DType: dt, Seed: 11})
+}
+
+// watchBackend records the device's true peak (folding the peak in before
+// every ResetPeak, which Gemini's tracer calls per operator) and counts
+// allocations that leave the total above the budget once armed.
+type watchBackend struct {
+	kernels.Backend
+	budget int64
+	armed  bool
+	peak   int64
+	over   int
+}
+
+func (w *watchBackend) fold() { w.peak = max(w.peak, w.Backend.MemStats().TotalPeak) }
+
+func (w *watchBackend) ResetPeak() {
+	if w.armed {
+		w.fold()
+	}
+	w.Backend.ResetPeak()
+}
+
+func (w *watchBackend) New(cat kernels.Category, dt kernels.DType, shape ...int) *kernels.Tensor {
+	t := w.Backend.New(cat, dt, shape...)
+	if w.armed && w.budget > 0 && w.Backend.MemStats().Total() > w.budget {
+		w.over++
+	}
+	return t
+}
+
+func (w *watchBackend) arm() {
+	w.Backend.ResetPeak()
+	w.armed, w.peak = true, 0
+}
+
+func (w *watchBackend) Peak() int64 {
+	w.fold()
+	return w.peak
+}
+
+// rankResult is what one rank of a run returns.
+type rankResult struct {
+	state  *parallel.State
+	stats  Stats
+	peak   int64 // device peak over the steps (watchBackend)
+	over   int   // allocations over the budget
+	losses []float32
+	events map[string]int
+	moves  []MoveEvent
+}
+
+type runSpec struct {
+	world, batch, steps int
+	lr                  float32
+	gem                 Config
+}
+
+// runGemini trains spec on world CPU ranks.
+func runGemini(t testing.TB, spec runSpec) []rankResult {
+	t.Helper()
+	out := make([]rankResult, spec.world)
+	err := parallel.Launch(spec.world, func(c *parallel.Coordinator) error {
+		r := &out[c.Rank()]
+		r.events = map[string]int{}
+		cfg := spec.gem
+		cfg.OnEvent = func(e any) {
+			r.events[fmt.Sprintf("%T", e)]++
+			if mv, ok := e.(MoveEvent); ok {
+				r.moves = append(r.moves, mv)
+			}
+		}
+		w := &watchBackend{Backend: cpu.New(), budget: cfg.DeviceBudget}
+		m := newModel(w, cfg.Precision)
+		g, err := New(w, parallel.NewHostTensorComm(c.Comm()), m, cfg)
+		if err != nil {
+			return err
+		}
+		defer m.Free()
+		defer g.Free()
+		xs, ys := make([]*kernels.Tensor, spec.steps), make([]*kernels.Tensor, spec.steps)
+		for s := range spec.steps {
+			xs[s], ys[s] = batchOf(w, cfg.Precision, spec.batch, s, c.Rank(), spec.world)
+		}
+		w.arm()
+		for s := range spec.steps {
+			st, err := g.Step(xs[s], ys[s], spec.lr)
+			if err != nil {
+				return fmt.Errorf("step %d: %w", s, err)
+			}
+			r.losses = append(r.losses, st.Loss)
+		}
+		r.peak, r.over, r.stats = w.Peak(), w.over, g.Stats()
+		r.state, err = g.State()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// runEngine trains the same batches with parallel.Engine.
+func runEngine(t testing.TB, spec runSpec, ecfg parallel.EngineConfig) []*parallel.State {
+	t.Helper()
+	out := make([]*parallel.State, spec.world)
+	err := parallel.Launch(spec.world, func(c *parallel.Coordinator) error {
+		be := cpu.New()
+		m := newModel(be, ecfg.Precision)
+		e, err := parallel.NewEngine(be, parallel.NewHostTensorComm(c.Comm()), m, ecfg)
+		if err != nil {
+			return err
+		}
+		defer m.Free()
+		defer e.Free()
+		for s := range spec.steps {
+			x, y := batchOf(be, ecfg.Precision, spec.batch, s, c.Rank(), spec.world)
+			if _, err := e.Step(x, y, spec.lr); err != nil {
+				return err
+			}
+		}
+		out[c.Rank()], err = e.State()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// stateDiff describes the first difference between two states ("" if none).
+func stateDiff(a, b *parallel.State) string {
+	if len(a.Model) != len(b.Model) || a.Step != b.Step {
+		return fmt.Sprintf("%d/%d model entries, step %d/%d", len(a.Model), len(b.Model), a.Step, b.Step)
+	}
+	for i := range a.Model {
+		x, y := a.Model[i], b.Model[i]
+		if x.Name != y.Name || len(x.Data) != len(y.Data) || len(x.Int64) != len(y.Int64) {
+			return fmt.Sprintf("entry %d: %s vs %s", i, x.Name, y.Name)
+		}
+		for j := range x.Data {
+			if x.Data[j] != y.Data[j] {
+				return fmt.Sprintf("%s[%d]: %g vs %g", x.Name, j, x.Data[j], y.Data[j])
+			}
+		}
+		for j := range x.Int64 {
+			if x.Int64[j] != y.Int64[j] {
+				return fmt.Sprintf("%s: %d vs %d", x.Name, x.Int64[j], y.Int64[j])
+			}
+		}
+	}
+	for i := range a.ExpAvg {
+		for j := range a.ExpAvg[i] {
+			if a.ExpAvg[i][j] != b.ExpAvg[i][j] || a.ExpAvgSq[i][j] != b.ExpAvgSq[i][j] {
+				return fmt.Sprintf("moments of param %d differ at %d", i, j)
+			}
+		}
+	}
+	if (a.Scaler == nil) != (b.Scaler == nil) || (a.Scaler != nil && a.Scaler.Scale != b.Scaler.Scale) {
+		return "loss scalers differ"
+	}
+	return ""
+}
