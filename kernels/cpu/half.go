@@ -82,7 +82,22 @@ func F32ToBF16Bits(f float32) uint16 {
 func BF16BitsToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 // RoundF16 rounds a float32 to the nearest fp16 value (kept as float32).
-func RoundF16(f float32) float32 { return F16BitsToF32(F32ToF16Bits(f)) }
+//
+// Mixed-precision emulation rounds every element an op writes, so the
+// normal range (all but zeros, subnormals, overflow and NaN) takes a bit
+// trick on the float32 itself: keep 10 mantissa bits, ties to even.
+func RoundF16(f float32) float32 {
+	bits := math.Float32bits(f)
+	abs := bits & 0x7fffffff
+	switch {
+	case abs >= 0x38800000 && abs < 0x477ff000: // [2^-14, 65520): fp16 normals
+		bits += 0xfff + (bits>>13)&1
+		return math.Float32frombits(bits &^ 0x1fff)
+	case abs >= 0x477ff000 && abs <= 0x7f800000: // rounds to +-inf
+		return math.Float32frombits(bits&0x80000000 | 0x7f800000)
+	}
+	return F16BitsToF32(F32ToF16Bits(f)) // zero, subnormals, NaN
+}
 
 // RoundBF16 rounds a float32 to the nearest bf16 value (kept as float32).
 func RoundBF16(f float32) float32 {
