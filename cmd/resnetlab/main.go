@@ -111,5 +111,7 @@ func init() { // in init: the run functions refer to commands for their usage
 		"data":    {dataUsage, (*cli).cmdData},
 		"compare": {compareUsage, (*cli).cmdCompare},
 		"bench":   {benchUsage, (*cli).cmdBench},
+		"export":  {exportUsage, (*cli).cmdExport},
+		"import":  {importUsage, (*cli).cmdImport},
 	}
 }

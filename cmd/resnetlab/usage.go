@@ -13,6 +13,8 @@ Commands:
   data      fetch data sets
   compare   compare finished runs side by side
   bench     time training steps of ResNet-18 (no input pipeline)
+  export    write a checkpoint's model as a PyTorch state dict (.safetensors/.pth)
+  import    turn a torchvision resnet18 state dict into a checkpoint
   help      show the help of a command
 
 Examples:

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"resnetlab/runner"
+)
+
+const exportUsage = `Usage: resnetlab export -c DIR [-e E] [--format safetensors|pth] -o FILE
+
+Writes the model of a checkpoint as a PyTorch state dict with torchvision's
+resnet18 keys, shapes and dtypes (float32 tensors, int64 num_batches_tracked),
+so that
+
+  m = torchvision.models.resnet18(num_classes=10)
+  m.load_state_dict(torch.load(FILE))                       # pth
+  m.load_state_dict(safetensors.torch.load_file(FILE))      # safetensors
+
+loads it with strict key checking. The file is written atomically.
+
+Flags:
+  -c, --checkpoint DIR   checkpoint directory (required)
+  -e, --epoch E          epoch of the checkpoint (default: the latest complete one)
+  --format NAME          safetensors or pth (torch.save's zip format)
+                         (default: from FILE's extension, .safetensors or .pth/.pt)
+  -o, --output FILE      file to write (required)
+
+Examples:
+  resnetlab export -c ./checkpoint/zero/torch_ddp-fp32-1 -e 80 -o resnet18.safetensors
+  resnetlab export -c ./ckpt -o resnet18.pth
+`
+
+func (c *cli) cmdExport(ctx context.Context, args []string) int {
+	fs := newFlags("export")
+	var dir, format, out string
+	var epoch int
+	fs.StringVar(&dir, "c", "", "")
+	fs.StringVar(&dir, "checkpoint", "", "")
+	fs.IntVar(&epoch, "e", 0, "")
+	fs.IntVar(&epoch, "epoch", 0, "")
+	fs.StringVar(&format, "format", "", "")
+	fs.StringVar(&out, "o", "", "")
+	fs.StringVar(&out, "output", "", "")
+	pos, done, code := c.parseArgs(fs, exportUsage, args)
+	if done {
+		return code
+	}
+	switch {
+	case len(pos) > 0:
+		return c.usageError("export", fmt.Sprintf("unexpected argument %q", pos[0]))
+	case dir == "":
+		return c.usageError("export", "missing -c DIR (the checkpoint directory)")
+	case out == "":
+		return c.usageError("export", "missing -o FILE (the file to write)")
+	case epoch < 0:
+		return c.usageError("export", fmt.Sprintf("-e %d: want an epoch >= 1", epoch))
+	}
+	format, err := runner.ExportFormat(format, out)
+	if err != nil {
+		return c.usageError("export", err.Error())
+	}
+	if err := runner.ExportModel(dir, epoch, format, out); err != nil {
+		fmt.Fprintf(c.stderr, "resnetlab export: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintf(c.stdout, "wrote %s (%s, torchvision resnet18 state dict)\n", out, format)
+	return exitOK
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"resnetlab/kernels"
+	"resnetlab/kernels/cpu"
+	"resnetlab/model"
+	"resnetlab/model/torchfmt"
+	"resnetlab/runner"
+)
+
+// torchStateDict is a width-2 resnet18 state dict as torch would save it.
+func torchStateDict(t *testing.T) []torchfmt.Tensor {
+	t.Helper()
+	m := model.NewResNet18(cpu.New(), model.Config{Width: 2, InChannels: 1, NumClasses: 10, DType: kernels.F32, Seed: 4})
+	defer m.Free()
+	var ts []torchfmt.Tensor
+	for i, nt := range m.StateDict() {
+		x := torchfmt.Tensor{Name: nt.Name, DType: torchfmt.F32, Shape: nt.Shape, F32: nt.Data}
+		if nt.Int64 != nil {
+			x.DType, x.F32, x.I64 = torchfmt.I64, nil, []int64{int64(i)}
+		}
+		ts = append(ts, x)
+	}
+	return ts
+}
+
+// import then export through the command line gives the file's tensors back.
+func TestImportExportCommands(t *testing.T) {
+	want := torchStateDict(t)
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "torch.pth")
+	if err := torchfmt.WriteFile(in, want); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "ckpt")
+	c, out, errb := testCLI()
+	if code := runCLI(c, "import", in, "-o", dir, "-e", "4"); code != exitOK {
+		t.Fatalf("import: code %d: %s", code, errb)
+	}
+	if !strings.Contains(out.String(), "resnetlab eval -c "+dir+" -e 4") {
+		t.Fatalf("import output %q does not say how to score it", out)
+	}
+	mp, _, _ := runner.CheckpointPaths(dir, 4)
+	_, meta, err := runner.ReadCheckpointMeta(mp)
+	if err != nil || meta["dataset"] != "fashion-mnist" || meta["in_channels"] != 1.0 {
+		t.Fatalf("imported metadata %v (%v), want fashion-mnist with 1 input channel", meta, err)
+	}
+	for _, f := range []struct{ name, format string }{{"a.safetensors", ""}, {"b.pt", ""}, {"c.bin", "safetensors"}} {
+		exp := filepath.Join(tmp, f.name)
+		args := []string{"export", "--checkpoint", dir, "-o", exp}
+		if f.format != "" {
+			args = append(args, "--format", f.format)
+		}
+		c, out, errb := testCLI()
+		if code := runCLI(c, args...); code != exitOK {
+			t.Fatalf("%v: code %d: %s", args, code, errb)
+		}
+		got, err := torchfmt.ReadFile(exp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameTensors(got, want) {
+			t.Fatalf("%s: exported tensors differ from the imported file", f.name)
+		}
+		if !strings.HasPrefix(out.String(), "wrote "+exp) {
+			t.Errorf("export output %q", out)
+		}
+	}
+}
+
+func sameTensors(a, b []torchfmt.Tensor) bool {
+	return slices.EqualFunc(a, b, func(x, y torchfmt.Tensor) bool {
+		return x.Name == y.Name && x.DType == y.DType && slices.Equal(x.Shape, y.Shape) &&
+			slices.Equal(x.F32, y.F32) && slices.Equal(x.I64, y.I64)
+	})
+}
+
+func TestInteropArgErrors(t *testing.T) {
+	tmp := t.TempDir()
+	notTorch := filepath.Join(tmp, "spec.toml")
+	cases := []struct {
+		args []string
+		code int
+		frag string
+	}{
+		{[]string{"export", "-o", "x.pth"}, exitUsage, "missing -c DIR"},
+		{[]string{"export", "-c", tmp}, exitUsage, "missing -o FILE"},
+		{[]string{"export", "-c", tmp, "-o", "x.pth", "y"}, exitUsage, `unexpected argument "y"`},
+		{[]string{"export", "-c", tmp, "-o", "x.onnx"}, exitUsage, `extension ".onnx"`},
+		{[]string{"export", "-c", tmp, "-o", "x.pth", "--format", "onnx"}, exitUsage, `format "onnx"`},
+		{[]string{"export", "-c", tmp, "-o", "x.pth", "-e", "-2"}, exitUsage, "-e -2"},
+		{[]string{"export", "-c", tmp, "-o", filepath.Join(tmp, "x.pth")}, exitFailed, "no complete checkpoint"},
+		{[]string{"export", "-c", tmp, "-e", "3", "-o", filepath.Join(tmp, "x.pth")}, exitFailed, "model_3.pth"},
+		{[]string{"import", "-o", tmp}, exitUsage, "missing FILE"},
+		{[]string{"import", "a.pth", "b.pth", "-o", tmp}, exitUsage, `unexpected argument "b.pth"`},
+		{[]string{"import", "a.pth"}, exitUsage, "missing -o DIR"},
+		{[]string{"import", "a.pth", "-o", tmp, "-e", "0"}, exitUsage, "-e 0"},
+		{[]string{"import", "a.pth", "-o", tmp, "--dataset", "mnist"}, exitUsage, `--dataset "mnist"`},
+		{[]string{"import", notTorch, "-o", tmp}, exitFailed, notTorch},
+	}
+	if err := os.WriteFile(notTorch, []byte("name = \"x\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		c, _, errb := testCLI()
+		if code := runCLI(c, tc.args...); code != tc.code || !strings.Contains(errb.String(), tc.frag) {
+			t.Errorf("%v: code %d, stderr %q; want code %d mentioning %q", tc.args, code, errb, tc.code, tc.frag)
+		}
+	}
+}
