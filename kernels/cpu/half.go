@@ -95,6 +95,8 @@ func RoundF16(f float32) float32 {
 		return math.Float32frombits(bits &^ 0x1fff)
 	case abs >= 0x477ff000 && abs <= 0x7f800000: // rounds to +-inf
 		return math.Float32frombits(bits&0x80000000 | 0x7f800000)
+	case abs == 0: // ReLU outputs: very common
+		return f
 	}
 	return F16BitsToF32(F32ToF16Bits(f)) // zero, subnormals, NaN
 }
