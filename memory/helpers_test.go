@@ -88,19 +88,31 @@ type rankResult struct {
 	peak   int64 // device peak over the steps (watchBackend)
 	over   int   // allocations over the budget
 	losses []float32
+	logits []float32 // eval-mode forward of batch 0 after training
+	chunks []ChunkInfo
 	events map[string]int
 	moves  []MoveEvent
 }
 
 type runSpec struct {
-	world, batch, steps int
-	lr                  float32
-	gem                 Config
+	world, batch int
+	from, steps  int // batches from..steps-1 of epoch 0
+	lr           float32
+	gem          Config
+	load         *parallel.State // loaded before the first step when set
 }
 
 // runGemini trains spec on world CPU ranks.
 func runGemini(t testing.TB, spec runSpec) []rankResult {
 	t.Helper()
+	out, err := runGeminiErr(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func runGeminiErr(spec runSpec) ([]rankResult, error) {
 	out := make([]rankResult, spec.world)
 	err := parallel.Launch(spec.world, func(c *parallel.Coordinator) error {
 		r := &out[c.Rank()]
@@ -121,25 +133,34 @@ func runGemini(t testing.TB, spec runSpec) []rankResult {
 		defer m.Free()
 		defer g.Free()
 		xs, ys := make([]*kernels.Tensor, spec.steps), make([]*kernels.Tensor, spec.steps)
-		for s := range spec.steps {
+		for s := spec.from; s < spec.steps; s++ {
 			xs[s], ys[s] = batchOf(w, cfg.Precision, spec.batch, s, c.Rank(), spec.world)
 		}
 		w.arm()
-		for s := range spec.steps {
+		if spec.load != nil {
+			if err := g.LoadState(spec.load); err != nil {
+				return err
+			}
+		}
+		for s := spec.from; s < spec.steps; s++ {
 			st, err := g.Step(xs[s], ys[s], spec.lr)
 			if err != nil {
 				return fmt.Errorf("step %d: %w", s, err)
 			}
 			r.losses = append(r.losses, st.Loss)
 		}
-		r.peak, r.over, r.stats = w.Peak(), w.over, g.Stats()
-		r.state, err = g.State()
-		return err
+		if r.state, err = g.State(); err != nil {
+			return err
+		}
+		// Evaluation outside Step: every rank runs it (sharded chunks are
+		// all-gathered); it must keep the budget too.
+		logits := m.Forward(xs[spec.from], false)
+		r.logits = make([]float32, logits.Len())
+		w.Download(logits, r.logits)
+		r.peak, r.over, r.stats, r.chunks = w.Peak(), w.over, g.Stats(), g.Chunks()
+		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return out, err
 }
 
 // runEngine trains the same batches with parallel.Engine.
@@ -155,7 +176,12 @@ func runEngine(t testing.TB, spec runSpec, ecfg parallel.EngineConfig) []*parall
 		}
 		defer m.Free()
 		defer e.Free()
-		for s := range spec.steps {
+		if spec.load != nil {
+			if err := e.LoadState(spec.load); err != nil {
+				return err
+			}
+		}
+		for s := spec.from; s < spec.steps; s++ {
 			x, y := batchOf(be, ecfg.Precision, spec.batch, s, c.Rank(), spec.world)
 			if _, err := e.Step(x, y, spec.lr); err != nil {
 				return err

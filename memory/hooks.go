@@ -78,7 +78,7 @@ func (g *Gemini) post(m model.Module, bwd bool) {
 	}
 	for _, c := range cs {
 		if bwd && c.allIn(ReadyForReduce) {
-			g.reduce(k, c)
+			g.reduce(k, c, cs)
 			for _, t := range c.tensors {
 				g.transition(t, Hold)
 			}
@@ -121,9 +121,6 @@ func (g *Gemini) fetchBytes(k int, cs []*chunk, bwd bool) int64 {
 		if c.payload.on != Device {
 			n += c.payloadBytes()
 		}
-		if c.sharded && c.shard.on == Host && g.shardComesHome(k, c) {
-			n += c.ownBytes()
-		}
 		if bwd && c.grad.on != Device {
 			n += c.payloadBytes()
 		}
@@ -132,10 +129,11 @@ func (g *Gemini) fetchBytes(k int, cs []*chunk, bwd bool) int64 {
 }
 
 // shardComesHome reports whether fetching c also brings its shard back to
-// the device: only for device-homed chunks once the statistics allow
-// keeping more than the operator's own chunks.
+// the device: only for device-homed chunks, once the statistics allow
+// keeping more than the operator's own chunks, and when it fits without
+// evicting anything (it only saves a later upload).
 func (g *Gemini) shardComesHome(k int, c *chunk) bool {
-	return c.home == Device && !g.conservative(k)
+	return c.home == Device && !g.conservative(k) && g.fits(k, c.ownBytes())
 }
 
 // fetch makes c's full payload (and in backward its gradient buffer)
@@ -161,9 +159,6 @@ func (g *Gemini) fetch(k int, c *chunk, bwd bool) {
 // gather rebuilds a sharded chunk's full payload on the device from every
 // rank's shard (in place: this rank's shard is copied into its block).
 func (g *Gemini) gather(k int, c *chunk) {
-	if c.shard.on == Host && g.shardComesHome(k, c) {
-		g.moveSlot(c, PartShard, &c.shard, Device)
-	}
 	full := g.alloc(Device, kernels.CatParams, c.dt, c.size)
 	own := kernels.View(full, c.ownOff, c.shardLen)
 	g.transfer(own, Device, c.shard.t, c.shard.on)
@@ -172,6 +167,9 @@ func (g *Gemini) gather(k int, c *chunk) {
 	}
 	c.payload = slot{full, Device}
 	g.stats.Gathers++
+	if c.shard.on == Host && g.shardComesHome(k, c) {
+		g.moveSlot(c, PartShard, &c.shard, Device)
+	}
 }
 
 // afterUse releases a chunk whose tensors are all HOLD: a sharded chunk

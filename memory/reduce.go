@@ -7,13 +7,13 @@ import (
 	"resnetlab/parallel"
 )
 
-// reduce averages chunk c's gradients over ranks into this rank's fp32
+// reduce (keeping the operator's chunks keep resident) averages chunk c's gradients over ranks into this rank's fp32
 // gradient shard, which goes where c's optimizer chunk lives, and frees the
 // gradient buffer. Sharded chunks reduce-scatter (each rank receives the
 // average of its own block), replicated chunks all-reduce; both sum in
 // rank order on the host communicator, exactly as parallel.Engine does, so
 // the averages are bit-identical to DDP's and ZeRO's.
-func (g *Gemini) reduce(k int, c *chunk) {
+func (g *Gemini) reduce(k int, c *chunk, keep []*chunk) {
 	o := &c.opt
 	var extra int64
 	if g.world > 1 {
@@ -22,8 +22,8 @@ func (g *Gemini) reduce(k int, c *chunk) {
 	if o.on == Device && (g.world == 1 || c.sharded) {
 		extra += 4 * int64(c.shardLen)
 	}
-	g.makeRoom(k, extra, []*chunk{c})
-	if c.grad.on != Device { // makeRoom never evicts c; fetch put it here
+	g.makeRoom(k, extra, keep)
+	if c.grad.on != Device { // makeRoom never evicts keep, which holds c; fetch put it here
 		panic(fmt.Sprintf("memory: chunk %d's gradients are on %s at reduction", c.id, c.grad.on))
 	}
 	g.stats.Reductions++

@@ -35,6 +35,8 @@ func (g *Gemini) makeRoom(k int, extra int64, keep []*chunk) {
 		for _, c := range g.chunks {
 			if !contains(keep, c) {
 				g.evict(c)
+			} else {
+				g.moveSlot(c, PartShard, &c.shard, Host)
 			}
 		}
 		if need := g.managedDev + extra + g.nonModelNow(); need > b {
@@ -48,12 +50,41 @@ func (g *Gemini) makeRoom(k int, extra int64, keep []*chunk) {
 			return
 		}
 		c := g.farthest(k, keep)
-		if c == nil {
-			g.noteOver(k, need)
-			return
+		if c != nil {
+			g.evict(c)
+			continue
 		}
-		g.evict(c)
+		if c = shardOnDevice(keep); c != nil { // the operator reads the payload, not the shard
+			g.moveSlot(c, PartShard, &c.shard, Host)
+			continue
+		}
+		g.noteOver(k, need)
+		return
 	}
+}
+
+// shardOnDevice is a chunk of cs whose shard is on the device, or nil.
+func shardOnDevice(cs []*chunk) *chunk {
+	for _, c := range cs {
+		if c.shard.on == Device {
+			return c
+		}
+	}
+	return nil
+}
+
+// fits reports whether extra more device bytes fit the budget at hook k
+// without evicting (always, without a budget).
+func (g *Gemini) fits(k int, extra int64) bool {
+	b := g.cfg.DeviceBudget
+	if b == 0 {
+		return true
+	}
+	growth := int64(0)
+	if g.planned(k) {
+		growth = g.tr.growth[k]
+	}
+	return g.managedDev+extra+g.nonModelNow()+growth <= b
 }
 
 func (g *Gemini) noteOver(k int, need int64) {

@@ -1,5 +1,7 @@
 package memory
 
+import "fmt"
+
 // tracer is the warm-up memory tracer. Every hook call of a training step
 // is an operator boundary; the segment after hook k (the module's kernel
 // after a pre-hook, the unparametrised layers and the loss after a
@@ -63,6 +65,10 @@ func (g *Gemini) closeSegment(k int) {
 	j := k - 1
 	g.tr.growth[j] = max(g.tr.growth[j], ms.TotalPeak-g.tr.endTotal[j])
 	g.tr.nonModel = max(g.tr.nonModel, ms.TotalPeak-g.tr.endModel[j])
+	if b := g.cfg.DeviceBudget; b > 0 && ms.TotalPeak > b && g.overNote == "" {
+		g.overNote = fmt.Sprintf("after %s the device reached %d B, %d B of it non-model, with only that operator's chunks resident",
+			g.tr.ops[j], ms.TotalPeak, ms.TotalPeak-g.tr.endModel[j])
+	}
 }
 
 // exit ends hook call k: the next segment's peak starts now.

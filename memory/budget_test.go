@@ -1,0 +1,124 @@
+package memory
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"resnetlab/kernels"
+	"resnetlab/parallel"
+)
+
+// budgetBase is the small-batch run the budget tests scale: at batch 2 the
+// activations are a small part of the training footprint, so budgets of 1/2
+// and 1/4 of the unbudgeted peak are below the model's footprint yet
+// feasible. Chunks of one layer4 conv (36864 elements) keep one operator's
+// working set small.
+func budgetBase(world int, placement string) runSpec {
+	return runSpec{world: world, batch: 2, steps: 3, lr: 2e-3, gem: Config{Precision: kernels.F16,
+		Scaler: testScaler, Placement: placement, ChunkElems: 36864, ShardParamFrac: 1, GPUMarginMemRatio: 0.8}}
+}
+
+// withBudget sets the budget and, for static placement, the offload
+// fractions a small budget needs (static does not adapt by itself).
+func withBudget(spec runSpec, budget int64, frac int) runSpec {
+	spec.gem.DeviceBudget = budget
+	if spec.gem.Placement == Static && frac == 4 {
+		spec.gem.OffloadOptimFrac = 1
+	}
+	if spec.gem.Placement == Static && frac == 2 {
+		spec.gem.OffloadOptimFrac, spec.gem.OffloadParamFrac = 0.75, 0.25
+	}
+	return spec
+}
+
+func TestBudgetedRunsMatchUnbudgeted(t *testing.T) {
+	for _, world := range []int{1, 2} {
+		base := runGemini(t, budgetBase(world, Auto))
+		ddp := runEngine(t, budgetBase(world, Auto), parallel.EngineConfig{Plugin: parallel.TorchDDP, Precision: kernels.F16, Scaler: testScaler})
+		full := base[0].peak
+		var model int64
+		for _, c := range chunkInfos(t, world) {
+			model += c
+		}
+		if full/4 < base[0].stats.NonModelPeak || full/4 > model {
+			t.Fatalf("world %d: 1/4 of the peak (%d B) must lie between the non-model peak %d B and the model's %d B",
+				world, full/4, base[0].stats.NonModelPeak, model)
+		}
+		if d := stateDiff(ddp[0], base[0].state); d != "" {
+			t.Fatalf("world %d: unbudgeted Gemini differs from DDP: %s", world, d)
+		}
+		for _, placement := range []string{Auto, Static} {
+			for _, frac := range []int{2, 4} {
+				name := fmt.Sprintf("world %d %s 1/%d", world, placement, frac)
+				budget := full / int64(frac)
+				got := runGemini(t, withBudget(budgetBase(world, placement), budget, frac))
+				for r, res := range got {
+					checkBudgetRun(t, fmt.Sprintf("%s rank %d", name, r), budget, res, base[r])
+				}
+				st := got[0].stats
+				t.Logf("%s: budget %d B, peak %d B, %d moves (%d B), %d gathers, Adam on device/host %d/%d",
+					name, budget, got[0].peak, st.Moves, st.BytesMoved, st.Gathers, st.DeviceAdam, st.HostAdam)
+				if frac == 2 && (st.DeviceAdam == 0 || st.HostAdam == 0) {
+					t.Errorf("%s: Adam ran on %d device and %d host chunks: want both sides (HybridAdam)", name, st.DeviceAdam, st.HostAdam)
+				}
+			}
+		}
+	}
+}
+
+// chunkInfos is the training footprint of the model's chunks on one rank
+// (parameters, gradients, master weights and moments), for the
+// feasibility check.
+func chunkInfos(t *testing.T, world int) []int64 {
+	spec := budgetBase(world, Auto)
+	spec.steps = 1
+	res := runGemini(t, spec)
+	var out []int64
+	for _, c := range res[0].chunks {
+		out = append(out, 2*c.Bytes+16*int64(c.Elems/world))
+	}
+	return out
+}
+
+func checkBudgetRun(t *testing.T, name string, budget int64, got, base rankResult) {
+	t.Helper()
+	if got.over > 0 || got.peak > budget {
+		t.Errorf("%s: device peak %d B over the budget %d B (%d allocations over)", name, got.peak, budget, got.over)
+	}
+	if d := stateDiff(base.state, got.state); d != "" {
+		t.Errorf("%s: differs from the unbudgeted run: %s", name, d)
+	}
+	for i := range base.logits {
+		if base.logits[i] != got.logits[i] {
+			t.Fatalf("%s: eval logits differ at %d: %g vs %g", name, i, got.logits[i], base.logits[i])
+		}
+	}
+	if got.stats.Moves == 0 || got.events["memory.MoveEvent"] != got.stats.Moves || got.events["memory.StateChange"] == 0 {
+		t.Errorf("%s: %d moves, events %v", name, got.stats.Moves, got.events)
+	}
+	var bytes int64
+	for _, mv := range got.moves {
+		if mv.From == mv.To || mv.From == Nowhere || mv.To == Nowhere || mv.Bytes <= 0 {
+			t.Fatalf("%s: bad move event %+v", name, mv)
+		}
+		bytes += mv.Bytes
+	}
+	if bytes != got.stats.BytesMoved {
+		t.Errorf("%s: move events add up to %d B, stats say %d B", name, bytes, got.stats.BytesMoved)
+	}
+	if got.events["memory.ChunksEvent"] != 4 { // New and three steps
+		t.Errorf("%s: %d chunk events, want 4", name, got.events["memory.ChunksEvent"])
+	}
+}
+
+func TestInfeasibleBudgetIsAnError(t *testing.T) {
+	spec := budgetBase(1, Auto)
+	base := runGemini(t, spec)
+	spec.gem.DeviceBudget = base[0].stats.NonModelPeak / 2
+	_, err := runGeminiErr(spec)
+	if err == nil || !strings.Contains(err.Error(), "device budget") || !strings.Contains(err.Error(), "non-model") {
+		t.Fatalf("budget below the activations: got %v, want a device budget error naming the non-model bytes", err)
+	}
+}
+
