@@ -121,4 +121,3 @@ func TestInfeasibleBudgetIsAnError(t *testing.T) {
 		t.Fatalf("budget below the activations: got %v, want a device budget error naming the non-model bytes", err)
 	}
 }
-
