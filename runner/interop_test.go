@@ -319,6 +319,35 @@ func TestImportStripsDDPPrefix(t *testing.T) {
 	}
 }
 
+// float16 and bfloat16 files import with their values widened exactly.
+func TestImportHalfPrecision(t *testing.T) {
+	in := writeTorch(t, "half.safetensors", func(ts []torchfmt.Tensor) []torchfmt.Tensor {
+		for i := range ts {
+			if ts[i].DType == torchfmt.F32 {
+				ts[i].DType = []string{torchfmt.F16, torchfmt.BF16}[i%2]
+			}
+		}
+		return ts
+	})
+	want, err := torchfmt.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := ImportModel(in, dir, 1, "synthetic"); err != nil {
+		t.Fatal(err)
+	}
+	_, ts, err := ReadCheckpointFile(filepath.Join(dir, "model_1.pth"), "model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range ts {
+		if x.DType != DTypeF32 && x.DType != DTypeI64 || !slices.Equal(x.F32, want[i].F32) {
+			t.Fatalf("%s: stored as %s, values equal: %v", x.Name, x.DType, slices.Equal(x.F32, want[i].F32))
+		}
+	}
+}
+
 func TestExportFormat(t *testing.T) {
 	for _, c := range []struct{ format, out, want string }{
 		{"", "a.safetensors", FormatSafetensors}, {"", "a.pth", FormatPth}, {"", "a.PT", FormatPth},
