@@ -132,8 +132,9 @@ func runGeminiErr(spec runSpec) ([]rankResult, error) {
 		}
 		defer m.Free()
 		defer g.Free()
-		xs, ys := make([]*kernels.Tensor, spec.steps), make([]*kernels.Tensor, spec.steps)
-		for s := spec.from; s < spec.steps; s++ {
+		n := max(spec.steps, spec.from+1) // batch from is also the eval batch
+		xs, ys := make([]*kernels.Tensor, n), make([]*kernels.Tensor, n)
+		for s := spec.from; s < n; s++ {
 			xs[s], ys[s] = batchOf(w, cfg.Precision, spec.batch, s, c.Rank(), spec.world)
 		}
 		w.arm()
