@@ -133,3 +133,14 @@ func isBareKeyChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
 		c == '_' || c == '-'
 }
+
+// Where is "FILE:LINE" of key (a dotted path such as "checkpoint" or
+// "gemini.device_budget") in the spec's source, for problems found after
+// parsing (an unwritable directory, say); a key the file does not set gives
+// "FILE" alone.
+func (s *Spec) Where(key string) string {
+	if !s.src.has(key) {
+		return s.File
+	}
+	return s.where(key)
+}

@@ -1,0 +1,127 @@
+package runner
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"resnetlab/model"
+)
+
+// checkModelFits reports in one line why the model state sd, read from the
+// checkpoint of epoch in dir, cannot load into m: the first parameter
+// whose shape differs with both shapes, how many others differ, and the
+// settings (width, in_channels, classes) the checkpoint was saved with next
+// to the run's. It returns nil when every parameter of m has its shape in
+// sd; the full load then checks buffers, counters and missing keys.
+// Without it a width-4 checkpoint resumed into a width-8 spec prints one
+// line per mismatched key (over a hundred).
+func checkModelFits(dir string, epoch int, sd []model.NamedTensor, m *model.ResNet, run ckptMeta) error {
+	have := make(map[string][]int, len(sd))
+	for _, nt := range sd {
+		have[nt.Name] = nt.Shape
+	}
+	first, differ := "", 0
+	for _, p := range m.Params() {
+		got, ok := have[p.Name]
+		switch {
+		case !ok:
+			if first == "" {
+				first = fmt.Sprintf("key %q (shape %v in the model) is missing from the checkpoint", p.Name, p.W.Shape)
+			}
+			differ++
+		case !slices.Equal(got, p.W.Shape):
+			if first == "" {
+				first = fmt.Sprintf("key %q has shape %v in the checkpoint and %v in the model", p.Name, got, p.W.Shape)
+			}
+			differ++
+		}
+	}
+	if differ == 0 {
+		return nil
+	}
+	path, _, _ := CheckpointPaths(dir, epoch)
+	msg := fmt.Sprintf("checkpoint %s does not fit this run's model: %s", path, first)
+	if differ > 1 {
+		msg += fmt.Sprintf(" (%d more parameters differ)", differ-1)
+	}
+	return fmt.Errorf("%s%s", msg, settingsDiff(path, run))
+}
+
+// settingsDiff names the model settings that differ between the checkpoint
+// file's metadata and the run, with the spec key that fixes each.
+func settingsDiff(path string, run ckptMeta) string {
+	_, meta, err := ReadCheckpointMeta(path)
+	if err != nil {
+		return ""
+	}
+	var diffs, fixes []string
+	for _, s := range []struct {
+		key, fix string
+		want     int
+	}{
+		{"width", "width = %d", run.Width},
+		{"in_channels", "in_channels = %d", run.InChannels},
+		{"num_classes", "a data set with %d classes", run.Classes},
+	} {
+		got, err := MetaInt(meta, s.key)
+		if err != nil || got == s.want {
+			continue
+		}
+		diffs = append(diffs, fmt.Sprintf("%s %d, this run has %d", s.key, got, s.want))
+		fixes = append(fixes, fmt.Sprintf(s.fix, got))
+	}
+	if len(diffs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the checkpoint was saved with %s (want %s in the spec, or resume = 0 to start afresh)",
+		strings.Join(diffs, "; "), strings.Join(fixes, " and "))
+}
+
+// checkSameSnapshot makes sure the three files of epoch's checkpoint in dir
+// were written by one save: saveCheckpoint writes optimizer, scheduler and
+// model one after the other, so a crash while a checkpoint of an epoch
+// that already had one (a mid-epoch save, then the epoch's end) is
+// overwritten can leave a new optimizer_E.pth next to an old model_E.pth.
+// Each file stands alone, so only their metadata ("epoch", "step",
+// "steps_per_epoch") tells; resuming from such a mix would silently pair
+// weights with another moment's Adam state.
+func checkSameSnapshot(dir string, epoch int) error {
+	mp, op, sp := CheckpointPaths(dir, epoch)
+	_, want, err := ReadCheckpointMeta(mp)
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{op, sp} {
+		_, meta, err := ReadCheckpointMeta(p)
+		if err != nil {
+			return err
+		}
+		for _, key := range []string{"epoch", "step", "steps_per_epoch"} {
+			a, errA := MetaInt(want, key)
+			b, errB := MetaInt(meta, key)
+			if errA == nil && errB == nil && a != b {
+				return fmt.Errorf("checkpoint of epoch %d in %s is a mix of two saves: %s has %s %d, %s has %d "+
+					"(a save was interrupted; resume from another epoch: %s)",
+					epoch, dir, filepath.Base(mp), key, a, filepath.Base(p), b, otherEpochs(dir, epoch))
+			}
+		}
+	}
+	return nil
+}
+
+// otherEpochs lists the epochs of dir other than epoch, for messages.
+func otherEpochs(dir string, epoch int) string {
+	have, _ := ListCheckpoints(dir)
+	var s []string
+	for _, e := range have {
+		if e != epoch {
+			s = append(s, fmt.Sprint(e))
+		}
+	}
+	if len(s) == 0 {
+		return "there is none"
+	}
+	return strings.Join(s, ", ")
+}
