@@ -45,10 +45,14 @@ func (c *chunkStrip) Update(ev runner.Event) {
 // more active one: a chunk with one COMPUTE tensor is busy, not idle.
 var tiePriority = [numStates]int{stCompute, stHoldAfterBwd, stReadyForReduce, stHold, stFree}
 
-// dominant is the state most of the chunk's tensors are in.
+// dominant is the state most of the chunk's tensors are in; a chunk
+// without tensors counts as FREE.
 func dominant(ch runner.ChunkState) int {
-	best := stFree
-	for _, s := range tiePriority {
+	if ch.States == [numStates]int{} {
+		return stFree
+	}
+	best := tiePriority[0]
+	for _, s := range tiePriority[1:] {
 		if ch.States[s] > ch.States[best] {
 			best = s
 		}

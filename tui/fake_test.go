@@ -23,6 +23,7 @@ type fakeRunner struct {
 	runs  []runner.RunInfo
 	delay time.Duration // pause after each step
 	halt  haltAt        // stop emitting here (golden screens), zero = never
+	every int           // checkpoint interval in epochs, 0 = never
 	out   chan runner.Event
 	quit  chan struct{}
 
@@ -74,7 +75,7 @@ func testGrid() []runner.RunInfo {
 }
 
 func newFakeRunner(t testing.TB, delay time.Duration) *fakeRunner {
-	f := &fakeRunner{t: t, root: t.TempDir(), runs: testGrid(), delay: delay,
+	f := &fakeRunner{t: t, root: t.TempDir(), runs: testGrid(), delay: delay, every: 2,
 		out: make(chan runner.Event), quit: make(chan struct{}), cmds: map[string]chan runner.Command{},
 		clock: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
 	for _, r := range f.runs {
@@ -322,7 +323,7 @@ func (f *fakeRunner) endEpoch(info runner.RunInfo, ep int) error {
 	if err := f.log(info.ID, "info", fmt.Sprintf("epoch %d: test acc %.2f%%", ep, 100*fakeAcc(ep))); err != nil {
 		return err
 	}
-	if ep%2 == 0 { // checkpoint interval 2
+	if f.every > 0 && ep%f.every == 0 {
 		return f.save(info, ep)
 	}
 	return nil

@@ -62,10 +62,11 @@ func startTUI(t *testing.T, o Options, w, h int) (*teatest.TestModel, *recorder)
 	return tm, rec
 }
 
-// waitScreen polls the recorded screen until cond holds or 5s pass.
+// waitScreen polls the recorded screen until cond holds or 20s pass (the
+// margin is for -race on a loaded machine; a passing wait takes milliseconds).
 func waitScreen(t *testing.T, rec *recorder, what string, cond func(string) bool) string {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		s, _ := rec.get()
 		if cond(s) {
@@ -94,22 +95,32 @@ func stepOnScreen(t *testing.T, s string) string {
 	return m[1]
 }
 
-// sendKey types one key: a rune or a named key (tab, shift+tab, enter, esc, down).
-func sendKey(tm *teatest.TestModel, k string) {
+// sendKey types one key into the running program.
+func sendKey(tm *teatest.TestModel, k string) { tm.Send(keyMsg(k)) }
+
+// step applies one message to the model directly (no program).
+func step(m Model, msg tea.Msg) Model {
+	nm, _ := m.Update(msg)
+	return nm.(Model)
+}
+
+// keyMsg builds the key press a terminal sends for k (a rune or "tab",
+// "shift+tab", "enter", "esc", "down", "up").
+func keyMsg(k string) tea.KeyPressMsg {
 	switch k {
 	case "tab":
-		tm.Send(tea.KeyPressMsg{Code: tea.KeyTab})
+		return tea.KeyPressMsg{Code: tea.KeyTab}
 	case "shift+tab":
-		tm.Send(tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift})
+		return tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}
 	case "enter":
-		tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
 	case "esc":
-		tm.Send(tea.KeyPressMsg{Code: tea.KeyEscape})
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
 	case "down":
-		tm.Send(tea.KeyPressMsg{Code: tea.KeyDown})
+		return tea.KeyPressMsg{Code: tea.KeyDown}
 	case "up":
-		tm.Send(tea.KeyPressMsg{Code: tea.KeyUp})
-	default:
-		tm.Type(k)
+		return tea.KeyPressMsg{Code: tea.KeyUp}
 	}
+	r := []rune(k)[0]
+	return tea.KeyPressMsg{Code: r, Text: k}
 }

@@ -1,0 +1,144 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+)
+
+// goldenHalt is where the fake stops for the golden screens: the first run
+// done, the gemini run in its third epoch, the last run queued.
+var goldenHalt = haltAt{run: "gemini-fp16-2", epoch: 3, step: 12}
+
+// populatedModel feeds the fake's events straight into a Model (no
+// program) until the fake halts.
+func populatedModel(t *testing.T) Model {
+	t.Helper()
+	f := newFakeRunner(t, 0)
+	f.halt = goldenHalt
+	f.start()
+	m := New(f.options())
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case ev := <-f.out:
+			m = step(m, eventMsg{ev})
+		case <-time.After(20 * time.Millisecond):
+			if _, halted := f.state(); halted {
+				return m
+			}
+		case <-deadline:
+			t.Fatal("fake runner did not halt")
+		}
+	}
+}
+
+// Every screen, at every size, is exactly h lines of exactly w cells: no
+// wrapping, whatever the pane or dialog.
+func TestEveryLineFits(t *testing.T) {
+	base := populatedModel(t)
+	ws := []int{1, 2, 7, 20, 39, 40, 56, 69, 70, 80, 119, 120, 160, 250}
+	hs := []int{1, 2, 4, 8, 12, 24, 29, 30, 48, 80}
+	views := map[string]func(Model) Model{
+		"dashboard": func(m Model) Model { return m },
+		"other run": func(m Model) Model { m.sel = 0; return m },
+		"queued":    func(m Model) Model { m.sel = 2; return m },
+		"compare":   func(m Model) Model { m.compare = true; return m },
+		"help":      func(m Model) Model { m.overlay = helpOverlay; return m },
+		"quit":      func(m Model) Model { m.overlay = quitOverlay; return m },
+		"picker": func(m Model) Model {
+			m.overlay, m.picker = pickerOverlay, resumePicker{run: "x", epochs: []int{9, 8, 7, 6, 5, 4, 3, 2, 1}}
+			return m
+		},
+	}
+	for name, view := range views {
+		for _, plain := range []bool{true, false} {
+			for _, w := range ws {
+				for _, h := range hs {
+					m := view(base)
+					m.w, m.h, m.st = w, h, newStyles(plain)
+					lines := strings.Split(m.render(), "\n")
+					if len(lines) != h {
+						t.Fatalf("%s %dx%d plain=%v: %d lines", name, w, h, plain, len(lines))
+					}
+					for i, l := range lines {
+						if got := ansi.StringWidth(l); got != w {
+							t.Fatalf("%s %dx%d plain=%v: line %d is %d cells: %q", name, w, h, plain, i, got, ansi.Strip(l))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// Golden screens at the smallest supported and a wide terminal.
+func TestGolden(t *testing.T) {
+	for _, sz := range []struct {
+		name string
+		w, h int
+	}{{"80x24", 80, 24}, {"160x48", 160, 48}} {
+		t.Run(sz.name, func(t *testing.T) {
+			f := newFakeRunner(t, 0)
+			f.halt = goldenHalt
+			f.start()
+			tm, rec := startTUI(t, f.options(), sz.w, sz.h)
+			waitHalted(t, f, rec)
+			if err := tm.Quit(); err != nil {
+				t.Fatal(err)
+			}
+			fm := tm.FinalModel(t, teatest.WithFinalTimeout(20*time.Second)).(probe)
+			teatest.RequireEqualOutput(t, []byte(ansi.Strip(fm.Model.render())))
+		})
+	}
+}
+
+// waitHalted waits until the fake has halted and the model has handled
+// every event it sent.
+func waitHalted(t *testing.T, f *fakeRunner, rec *recorder) {
+	t.Helper()
+	waitScreen(t, rec, "the fake runner to halt", func(string) bool {
+		n, halted := f.state()
+		_, seen := rec.get()
+		return halted && seen == n
+	})
+}
+
+// A WindowSizeMsg re-lays the screen out: the wide layout adds the memory
+// table, a narrow one drops it, and the line count follows the height.
+func TestResize(t *testing.T) {
+	f := newFakeRunner(t, 0)
+	f.halt = goldenHalt
+	f.start()
+	tm, rec := startTUI(t, f.options(), 80, 24)
+	waitHalted(t, f, rec)
+	table := "param   grad  optim" // header of the per-category table (wide only)
+	s, _ := rec.get()
+	checkSize(t, s, 80, 24)
+	if strings.Contains(s, table) {
+		t.Fatalf("80x24 should not show the memory table:\n%s", s)
+	}
+	tm.Send(tea.WindowSizeMsg{Width: 160, Height: 48})
+	s = waitScreen(t, rec, "wide layout", contains(table))
+	checkSize(t, s, 160, 48)
+	tm.Send(tea.WindowSizeMsg{Width: 100, Height: 30})
+	s = waitScreen(t, rec, "narrow layout", func(s string) bool { return !strings.Contains(s, table) })
+	checkSize(t, s, 100, 30)
+}
+
+func checkSize(t *testing.T, s string, w, h int) {
+	t.Helper()
+	lines := strings.Split(s, "\n")
+	if len(lines) != h {
+		t.Fatalf("want %d lines, got %d", h, len(lines))
+	}
+	for i, l := range lines {
+		if ansi.StringWidth(l) != w {
+			t.Fatalf("line %d is %d cells, want %d: %q", i, ansi.StringWidth(l), w, l)
+		}
+	}
+}
