@@ -35,6 +35,10 @@ func (c *cli) cmdRun(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "resnetlab run: %v\n", err)
 		return exitFailed
 	}
+	if err := c.checkPaths(spec, cells, opts); err != nil {
+		fmt.Fprintln(c.stderr, err)
+		return exitFailed
+	}
 	if !opts.Headless {
 		opts.Headless = c.fallBackToHeadless()
 	}
@@ -86,7 +90,7 @@ func (c *cli) execute(ctx context.Context, spec *runner.Spec, cells []runner.Cel
 		fmt.Fprintln(c.stderr, "resnetlab run: interrupted")
 		return exitInterrupted
 	case err != nil:
-		fmt.Fprintf(c.stderr, "resnetlab run: %v\n", err)
+		fmt.Fprintf(c.stderr, "resnetlab run: %s\n", clipLines(err.Error(), maxErrLines))
 		return exitFailed
 	case failed:
 		return exitFailed

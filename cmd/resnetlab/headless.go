@@ -126,7 +126,7 @@ func (h *headless) finished(e runner.RunFinished) {
 	}
 	if e.Err != nil {
 		h.failed = append(h.failed, e.Run)
-		h.printf(e.Run, "FAILED: %v", e.Err)
+		h.printf(e.Run, "FAILED: %s", clipLines(e.Err.Error(), maxErrLines))
 		return
 	}
 	r := e.Result

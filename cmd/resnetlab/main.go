@@ -44,6 +44,8 @@ type cli struct {
 	eval           func(context.Context, runner.EvalOptions) (float64, []float64, error)
 	fetch          fetchFunc
 	tui            tuiFunc // nil when the TUI is not built in
+	// checkPaths vets checkpoint and results directories before a run.
+	checkPaths func(*runner.Spec, []runner.Cell, runner.RunOptions) error
 }
 
 func newCLI(stdout, stderr io.Writer) *cli {
@@ -55,6 +57,8 @@ func newCLI(stdout, stderr io.Writer) *cli {
 		eval:    runner.Eval,
 		fetch:   fetchData,
 		tui:     startTUI,
+
+		checkPaths: checkPaths,
 	}
 }
 

@@ -29,6 +29,9 @@ func testCLI() (*cli, *bytes.Buffer, *bytes.Buffer) {
 	c.fetch = func(context.Context, string, string, func(string, ...any)) error {
 		return errors.New("fetch not faked")
 	}
+	// The specs of these tests use relative directories and fake runs: no
+	// directory is created (robust_test.go checks the real checkPaths).
+	c.checkPaths = func(*runner.Spec, []runner.Cell, runner.RunOptions) error { return nil }
 	return c, &out, &errb
 }
 

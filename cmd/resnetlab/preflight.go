@@ -1,0 +1,92 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"resnetlab/runner"
+)
+
+// checkPaths runs before any data is loaded or model built, so a run that
+// could not save its work fails in a second instead of after hours of
+// training: every run that resumes finds its checkpoint, every run that
+// saves checkpoints can create and write its directory, and the results
+// directory is writable. Each problem names the key (or flag) and the path.
+func checkPaths(s *runner.Spec, cells []runner.Cell, opts runner.RunOptions) error {
+	var errs []error
+	if s.Resume > 0 {
+		for _, c := range cells {
+			errs = append(errs, checkResume(s, c, opts.Resume > 0))
+		}
+	}
+	if s.Interval > 0 {
+		for _, c := range cells {
+			if err := checkWritable(c.CheckpointDir); err != nil {
+				errs = append(errs, fmt.Errorf("%s: key `checkpoint`: run %s cannot write checkpoints in %q: %v "+
+					"(want a directory this user can create and write)", s.Where("checkpoint"), c.ID, c.CheckpointDir, err))
+			}
+		}
+	}
+	if err := checkWritable(s.ResultsDir); err != nil {
+		where := s.Where("results_dir") + ": key `results_dir`"
+		if opts.ResultsDir != "" {
+			where = "--results"
+		}
+		errs = append(errs, fmt.Errorf("%s: cannot write results in %q: %v (want a directory this user can create and write)",
+			where, s.ResultsDir, err))
+	}
+	return errors.Join(errs...)
+}
+
+// checkResume says why cell c cannot resume from s.Resume, or nil.
+func checkResume(s *runner.Spec, c runner.Cell, fromFlag bool) error {
+	where := s.Where("resume") + ": key `resume`"
+	if fromFlag {
+		where = fmt.Sprintf("--resume %d", s.Resume)
+	}
+	have, err := runner.ListCheckpoints(c.CheckpointDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: run %s has no checkpoint directory %q (it is the spec's checkpoint = %q expanded)",
+			where, c.ID, c.CheckpointDir, s.Checkpoint)
+	case err != nil:
+		return fmt.Errorf("%s: run %s: %v", where, c.ID, err)
+	case slices.Contains(have, s.Resume):
+		return nil
+	case len(have) == 0:
+		return fmt.Errorf("%s: run %s: no checkpoint of epoch %d in %q (it holds no complete checkpoint)",
+			where, c.ID, s.Resume, c.CheckpointDir)
+	}
+	return fmt.Errorf("%s: run %s: no checkpoint of epoch %d in %q (epochs saved there: %s)",
+		where, c.ID, s.Resume, c.CheckpointDir, joinInts(have))
+}
+
+// checkWritable creates dir if needed and writes and removes a probe file
+// in it: permissions, a read-only file system or a path through a regular
+// file all show up here.
+func checkWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".resnetlab-write-test-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	_, werr := f.Write([]byte("ok\n"))
+	cerr := f.Close()
+	os.Remove(name)
+	return errors.Join(werr, cerr)
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
