@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -126,6 +128,10 @@ func (h *headless) finished(e runner.RunFinished) {
 	}
 	if e.Err != nil {
 		h.failed = append(h.failed, e.Run)
+		if errors.Is(e.Err, context.Canceled) { // Ctrl-C: not the run's fault
+			h.printf(e.Run, "%v", e.Err)
+			return
+		}
 		h.printf(e.Run, "FAILED: %s", clipLines(e.Err.Error(), maxErrLines))
 		return
 	}

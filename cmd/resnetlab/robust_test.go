@@ -303,8 +303,10 @@ func TestInterruptCheckpointsAndExits130(t *testing.T) {
 		t.Fatalf("checkpoints %v (%v), want one of the epoch in progress (>= 2)", have, err)
 	}
 	saved := fmt.Sprintf("checkpoint of epoch %d saved in %s (3 files)", have[0], ck)
-	if !strings.Contains(strings.Join(out, "\n"), saved) {
-		t.Fatalf("stdout lacks %q:\n%s", saved, strings.Join(out, "\n"))
+	all := strings.Join(out, "\n")
+	if !strings.Contains(all, saved) || !strings.Contains(all, "[torch_ddp-fp32-1] interrupted: ") ||
+		strings.Contains(all, "FAILED") {
+		t.Fatalf("stdout lacks %q or the interrupt line, or says FAILED:\n%s", saved, all)
 	}
 	m, o, s := runner.CheckpointPaths(ck, have[0])
 	for _, p := range []string{m, o, s} {
