@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
 	"resnetlab/data"
 	"resnetlab/runner"
@@ -95,6 +98,9 @@ func (c *cli) completeEval(o *runner.EvalOptions, specPath string) error {
 		}
 		o.Epoch = epochs[len(epochs)-1]
 	}
+	if err := checkEvalEpoch(o.CheckpointDir, o.Epoch); err != nil {
+		return err
+	}
 	if o.Dataset == "" {
 		model, _, _ := runner.CheckpointPaths(o.CheckpointDir, o.Epoch)
 		if _, meta, err := runner.ReadCheckpointMeta(model); err == nil {
@@ -102,6 +108,23 @@ func (c *cli) completeEval(o *runner.EvalOptions, specPath string) error {
 		}
 	}
 	return nil
+}
+
+// checkEvalEpoch says which epochs dir holds when epoch's model is not
+// there (eval reads only model_E.pth).
+func checkEvalEpoch(dir string, epoch int) error {
+	model, _, _ := runner.CheckpointPaths(dir, epoch)
+	if _, err := os.Stat(model); !errors.Is(err, fs.ErrNotExist) {
+		return nil // present, or a problem the reader will name
+	}
+	have, err := runner.ListCheckpoints(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("-e %d: %w", epoch, err)
+	case len(have) == 0:
+		return fmt.Errorf("-e %d: no %s, and %s holds no complete checkpoint", epoch, model, dir)
+	}
+	return fmt.Errorf("-e %d: no %s (epochs saved in %s: %s)", epoch, model, dir, joinInts(have))
 }
 
 // classNames labels the per-class accuracies.

@@ -76,7 +76,7 @@ func TestEvalErrors(t *testing.T) {
 		{[]string{"eval", "-c", empty, "--batch", "0"}, exitUsage, "--batch 0"},
 		{[]string{"eval", "-c", empty}, exitFailed, "no complete checkpoint"},
 		{[]string{"eval", "-c", filepath.Join(empty, "none")}, exitFailed, "no such file or directory"},
-		{[]string{"eval", "-c", empty, "-e", "3"}, exitFailed, "eval not faked"},
+		{[]string{"eval", "-c", empty, "-e", "3"}, exitFailed, "-e 3: no " + filepath.Join(empty, "model_3.pth") + ", and " + empty + " holds no complete checkpoint"},
 	}
 	for _, tc := range cases {
 		c, _, errb := testCLI()

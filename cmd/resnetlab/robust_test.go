@@ -323,3 +323,29 @@ func TestInterruptCheckpointsAndExits130(t *testing.T) {
 		t.Fatalf("checkpoint directory holds %d entries (temporary: %v), want the 3 files", len(entries), temps)
 	}
 }
+
+// eval of an epoch that is not there lists the epochs that are.
+func TestEvalAbsentEpoch(t *testing.T) {
+	dir := t.TempDir()
+	saveCheckpoint(t, dir, 5, nil)
+	saveCheckpoint(t, dir, 10, nil)
+	missing := t.TempDir() + "/none"
+	cases := []struct {
+		args []string
+		frag string
+	}{
+		{[]string{"eval", "-c", dir, "-e", "7"},
+			fmt.Sprintf("resnetlab eval: -e 7: no %s (epochs saved in %s: 5, 10)", filepath.Join(dir, "model_7.pth"), dir)},
+		{[]string{"eval", "-c", missing, "-e", "7"}, "resnetlab eval: -e 7: checkpoint directory " + missing + ": open " + missing + ": no such file"},
+	}
+	for _, tc := range cases {
+		c, _, errb := testCLI()
+		c.eval = func(context.Context, runner.EvalOptions) (float64, []float64, error) {
+			t.Errorf("%v: eval ran", tc.args)
+			return 0, nil, nil
+		}
+		if code := runCLI(c, tc.args...); code != exitFailed || !strings.Contains(errb.String(), tc.frag) {
+			t.Errorf("%v: code %d, stderr %q, want %q", tc.args, code, errb, tc.frag)
+		}
+	}
+}
