@@ -37,6 +37,7 @@ func TestExplainOOMFromAllocator(t *testing.T) {
 		t.Fatalf("sizes %+v", oe)
 	}
 	msg := got.Error()
+	t.Log(msg)
 	for _, frag := range []string{
 		"rank 1 on NVIDIA H200 #1 ran out of device memory (run torch_ddp-fp32-2)",
 		"allocating 512.00 MiB failed with 100.00 GiB in use and 120.00 GiB reserved of 140.00 GiB",
