@@ -87,6 +87,13 @@ func (g *Gemini) fits(k int, extra int64) bool {
 	return g.managedDev+extra+g.nonModelNow()+growth <= b
 }
 
+// fitsNow reports whether a temporary of extra bytes, freed before the
+// next operator runs, fits the budget now.
+func (g *Gemini) fitsNow(extra int64) bool {
+	b := g.cfg.DeviceBudget
+	return b == 0 || g.managedDev+extra+g.nonModelNow() <= b
+}
+
 func (g *Gemini) noteOver(k int, need int64) {
 	if g.overNote != "" {
 		return

@@ -49,16 +49,38 @@ func (g *Gemini) staging(n int) []float32 {
 
 // transfer copies src (on from) into dst (on to), converting to dst's
 // dtype: a backend Copy when both share a location, else Download and
-// Upload through host staging (exact for values already of dst's dtype,
-// and rounded the same way as Copy otherwise).
+// Upload through host staging. A half-precision tensor on the device is
+// cast there, through an fp32 device temporary when the budget allows, so
+// the host moves plain fp32 (a device backend converts halves on the host
+// otherwise, which is slow). Values are the same either way: casts to a
+// narrow type round to nearest even everywhere, and widening is exact.
 func (g *Gemini) transfer(dst *kernels.Tensor, to Location, src *kernels.Tensor, from Location) {
+	n := src.Len()
 	if from == to {
 		g.backend(to).Copy(dst, src)
 		return
 	}
-	buf := g.staging(src.Len())
-	g.backend(from).Download(src, buf)
-	g.backend(to).Upload(dst, buf)
+	buf := g.staging(n)
+	devT := src
+	if to == Device {
+		devT = dst
+	}
+	if devT.DType == kernels.F32 || !g.fitsNow(4*int64(n)) {
+		g.backend(from).Download(src, buf)
+		g.backend(to).Upload(dst, buf)
+		return
+	}
+	tmp := g.alloc(Device, kernels.CatWorkspace, kernels.F32, n)
+	defer g.release(Device, tmp)
+	if from == Device {
+		g.dev.Copy(tmp, src)
+		g.dev.Download(tmp, buf)
+		g.host.Upload(dst, buf)
+		return
+	}
+	g.host.Download(src, buf)
+	g.dev.Upload(tmp, buf)
+	g.dev.Copy(dst, tmp)
 }
 
 // moveTensor re-creates t on to with the same contents and frees the original.
