@@ -121,3 +121,27 @@ func TestInfeasibleBudgetIsAnError(t *testing.T) {
 		t.Fatalf("budget below the activations: got %v, want a device budget error naming the non-model bytes", err)
 	}
 }
+
+// A longer warm-up traces more steps (conservatively) and still computes
+// the same numbers; the host accounting sees the offloaded chunks.
+func TestLongerWarmup(t *testing.T) {
+	spec := budgetBase(1, Auto)
+	base := runGemini(t, spec)[0]
+	spec.gem.WarmupSteps = 2
+	spec.gem.DeviceBudget = base.peak / 3
+	got := runGemini(t, spec)[0]
+	checkBudgetRun(t, "warm-up 2", spec.gem.DeviceBudget, got, base)
+	if !got.stats.Traced || got.stats.NonModelPeak <= 0 {
+		t.Fatalf("stats %+v: want the trace finished", got.stats)
+	}
+	var hostChunks int64
+	for _, c := range got.chunks {
+		if c.Optim == Host {
+			hostChunks += 12 * int64(c.Elems) // master, exp_avg, exp_avg_sq
+		}
+	}
+	if base.host.Total() != 0 || got.host.InUse[kernels.CatOptState] != hostChunks || hostChunks == 0 {
+		t.Fatalf("host optimizer bytes %d, want %d (>0); unbudgeted host total %d, want 0",
+			got.host.InUse[kernels.CatOptState], hostChunks, base.host.Total())
+	}
+}

@@ -174,6 +174,10 @@ func (g *Gemini) Model() *model.ResNet { return g.m }
 // Scaler is the loss scaler (nil for bf16).
 func (g *Gemini) Scaler() *parallel.LossScaler { return g.scaler }
 
+// HostMemStats is the host memory accounting of the chunks kept there
+// (the TUI's host memory pane).
+func (g *Gemini) HostMemStats() kernels.MemStats { return g.host.MemStats() }
+
 // Stats returns the counters.
 func (g *Gemini) Stats() Stats { return g.stats }
 

@@ -90,6 +90,7 @@ type rankResult struct {
 	losses []float32
 	logits []float32 // eval-mode forward of batch 0 after training
 	chunks []ChunkInfo
+	host   kernels.MemStats // Gemini's host memory accounting at the end
 	events map[string]int
 	moves  []MoveEvent
 }
@@ -158,7 +159,7 @@ func runGeminiErr(spec runSpec) ([]rankResult, error) {
 		logits := m.Forward(xs[spec.from], false)
 		r.logits = make([]float32, logits.Len())
 		w.Download(logits, r.logits)
-		r.peak, r.over, r.stats, r.chunks = w.Peak(), w.over, g.Stats(), g.Chunks()
+		r.peak, r.over, r.stats, r.chunks, r.host = w.Peak(), w.over, g.Stats(), g.Chunks(), g.HostMemStats()
 		return nil
 	})
 	return out, err
