@@ -87,12 +87,13 @@ func (j *job) endEpoch() error {
 // evaluate scores rank 0's model on the test set (batch 128, eval mode).
 // Every rank holds the same weights and running statistics.
 func (j *job) evaluate() (acc float64, perClass []float64, err error) {
+	// Every rank runs it: Gemini gathers its sharded chunks collectively.
 	err = j.pool.do(func(r int) error {
-		if r != 0 {
-			return nil
+		rs := j.ranks[r]
+		a, pc := evaluateModel(rs.eng.Model(), rs.be, j.test, j.precision, EvalBatch)
+		if r == 0 {
+			acc, perClass = a, pc
 		}
-		rs := j.ranks[0]
-		acc, perClass = evaluateModel(rs.eng.Model(), rs.be, j.test, j.precision, EvalBatch)
 		return nil
 	})
 	return acc, perClass, err

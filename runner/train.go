@@ -81,7 +81,11 @@ func (j *job) setup() error {
 		j.ranks[r] = rs
 		m := model.NewResNet18(be, model.Config{Width: j.spec.Width, InChannels: j.train.C,
 			NumClasses: len(j.train.Classes), DType: j.precision, Seed: uint64(j.spec.Seed)})
-		rs.eng, err = parallel.NewEngine(be, j.comm(r, be), m, engCfg)
+		if j.cell.Plugin == PluginGemini {
+			rs.eng, err = j.newGemini(r, be, m, engCfg.Scaler)
+		} else {
+			rs.eng, err = parallel.NewEngine(be, j.comm(r, be), m, engCfg)
+		}
 		if err != nil {
 			return err
 		}
@@ -110,7 +114,6 @@ func (j *job) engineConfig() (parallel.EngineConfig, error) {
 	case PluginLowLevelZero:
 		c.Plugin = parallel.LowLevelZero
 	case PluginGemini:
-		return c, fmt.Errorf("plugin gemini: the chunk-based Gemini engine is not built yet; run torch_ddp or low_level_zero")
 	default:
 		return c, fmt.Errorf("unknown plugin %q", j.cell.Plugin)
 	}
@@ -165,6 +168,9 @@ func finite(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(floa
 func firstNonFinite(m *model.ResNet) string {
 	be := m.Backend()
 	for _, p := range m.Params() {
+		if p.W == nil { // a Gemini chunk that is not on the device
+			continue
+		}
 		if be.NonFinite([]*kernels.Tensor{p.W}) {
 			return "first non-finite weights: " + p.Name
 		}

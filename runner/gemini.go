@@ -1,0 +1,33 @@
+package runner
+
+import (
+	"resnetlab/kernels"
+	"resnetlab/memory"
+	"resnetlab/model"
+	"resnetlab/parallel"
+)
+
+// newGemini builds rank r's Gemini engine from the spec's [gemini] table
+// and forwards its chunk events to the run's event stream.
+func (j *job) newGemini(r int, be kernels.Backend, m *model.ResNet, sc parallel.ScalerConfig) (parallel.Trainer, error) {
+	gs := j.spec.Gemini
+	return memory.New(be, j.comm(r, be), m, memory.Config{Precision: j.precision, Scaler: sc,
+		Placement: gs.Placement, DeviceBudget: gs.DeviceBudget, ChunkElems: int(gs.ChunkSize / int64(j.precision.Size())),
+		ShardParamFrac: gs.ShardParamFrac, OffloadOptimFrac: gs.OffloadOptimFrac, OffloadParamFrac: gs.OffloadParamFrac,
+		GPUMarginMemRatio: gs.GPUMarginMemRatio, OnEvent: func(e any) { j.geminiEvent(e) }})
+}
+
+// geminiEvent converts memory events; per-tensor state changes are
+// summarised by the chunk updates and dropped.
+func (j *job) geminiEvent(e any) {
+	switch ev := e.(type) {
+	case memory.MoveEvent:
+		j.emit(ChunkMoved{Run: j.info.ID, Rank: ev.Rank, Chunk: ev.Chunk, ToDevice: ev.To == memory.Device, Bytes: ev.Bytes})
+	case memory.ChunksEvent:
+		u := ChunksUpdate{Run: j.info.ID, Rank: ev.Rank}
+		for _, c := range ev.Chunks {
+			u.Chunks = append(u.Chunks, ChunkState{ID: c.ID, OnDevice: c.OnDevice(), States: c.States, Bytes: c.Bytes})
+		}
+		j.emit(u)
+	}
+}
