@@ -122,6 +122,10 @@ func (j *job) finish(runErr error) error {
 	case errors.Is(runErr, errStopped):
 		r.Status = "stopped"
 		return nil
+	case errors.Is(runErr, context.Canceled), errors.Is(runErr, context.DeadlineExceeded):
+		// Ctrl-C: signal.NotifyContext's cause is a context.Canceled too.
+		r.Status, r.Error = "interrupted", runErr.Error()
+		return runErr
 	case runErr != nil:
 		r.Status, r.Error = "failed", runErr.Error()
 		return runErr

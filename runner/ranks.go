@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -15,7 +16,11 @@ type rankPool struct {
 	work  []chan func() error
 	res   chan rankErr
 	abort func(error) // unblocks collectives when a rank fails
-	wg    sync.WaitGroup
+	// explain, when set, rewrites a rank's error before anyone sees it (the
+	// job names the device and the fix of an out-of-memory error). It runs
+	// on the rank's own thread, where its CUDA context is current.
+	explain func(rank int, err error) error
+	wg      sync.WaitGroup
 }
 
 type rankErr struct {
@@ -34,7 +39,11 @@ func startRanks(n int, abort func(error)) *rankPool {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			for f := range ch {
-				p.res <- rankErr{r, safely(f)}
+				err := safely(f)
+				if err != nil && p.explain != nil {
+					err = p.explain(r, err)
+				}
+				p.res <- rankErr{r, err}
 			}
 		}()
 	}
@@ -42,11 +51,17 @@ func startRanks(n int, abort func(error)) *rankPool {
 }
 
 // safely turns a panic of one rank into an error, so the others are
-// aborted instead of left waiting in a collective.
+// aborted instead of left waiting in a collective. A panic with an error
+// value (the CUDA backend panics with *cuda.Error) stays in the chain, so
+// errors.As still finds it.
 func safely(f func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("panic: %v", v)
+			if e, ok := v.(error); ok {
+				err = fmt.Errorf("panic: %w", e)
+			} else {
+				err = fmt.Errorf("panic: %v", v)
+			}
 		}
 	}()
 	return f()
@@ -62,7 +77,7 @@ func (p *rankPool) do(f func(rank int) error) error {
 	for range p.work {
 		re := <-p.res
 		if re.err != nil && first == nil {
-			first = fmt.Errorf("rank %d: %w", re.rank, re.err)
+			first = withRank(re.rank, re.err)
 			if p.abort != nil {
 				p.abort(first)
 			}
@@ -76,4 +91,14 @@ func (p *rankPool) close() {
 		close(ch)
 	}
 	p.wg.Wait()
+}
+
+// withRank prefixes err with its rank, unless it already names it (an
+// *OOMError starts with "rank N on <device>").
+func withRank(rank int, err error) error {
+	var oe *OOMError
+	if errors.As(err, &oe) && oe.Rank == rank {
+		return err
+	}
+	return fmt.Errorf("rank %d: %w", rank, err)
 }

@@ -67,6 +67,7 @@ func (j *job) setup() error {
 	n := j.cell.GPUs
 	j.group = parallel.NewGroup(n)
 	j.pool = startRanks(n, j.group.Abort)
+	j.pool.explain = j.explainOOM // out of device memory: name the rank, its usage and the fix
 	j.ranks = make([]*rankState, n)
 	engCfg, err := j.engineConfig()
 	if err != nil {
@@ -229,6 +230,9 @@ func (j *job) resume(e int) error {
 	if err != nil {
 		return err
 	}
+	if err := j.checkResume(e, lc); err != nil {
+		return err
+	}
 	if lc.spe != j.info.StepsPerEpoch {
 		j.logf("warn", "checkpoint %d was taken with %d steps per epoch, this run has %d", e, lc.spe, j.info.StepsPerEpoch)
 	}
@@ -309,7 +313,7 @@ func (j *job) control(ctx context.Context) error {
 func (j *job) interrupted(ctx context.Context) error {
 	if !noCheckpoints(j.cell.CheckpointDir) && j.spec.Interval > 0 {
 		if err := j.checkpoint(); err != nil {
-			return fmt.Errorf("interrupted (%v); the checkpoint failed too: %w", context.Cause(ctx), err)
+			return fmt.Errorf("interrupted (%w); the checkpoint failed too: %w", context.Cause(ctx), err)
 		}
 	}
 	return fmt.Errorf("interrupted: %w", context.Cause(ctx))
