@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
@@ -88,13 +89,25 @@ func CompareTable(rs []*Result) string {
 	for _, r := range rs {
 		rows = append(rows, compareRow(r, multiSpec))
 	}
-	writeAligned(&b, rows)
+	width := writeAligned(&b, rows) // the header alone is over 100 columns
 	for _, r := range rs {
 		if r.Error != "" {
-			fmt.Fprintf(&b, "%s: %s\n", runLabel(r, multiSpec), r.Error)
+			b.WriteString(clipLine(runLabel(r, multiSpec)+": "+r.Error, width) + "\n")
 		}
 	}
 	return b.String()
+}
+
+// clipLine puts s on one line of at most width characters (the table's), ending with an
+// ellipsis when it was cut. A run's error can be pages long (every rank's
+// error joined, a stack of causes over several lines); under the table it
+// only has to say what went wrong, the result's JSON keeps all of it.
+func clipLine(s string, width int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	return string([]rune(s)[:width-1]) + "…"
 }
 
 func hasSeveralSpecs(rs []*Result) bool {
@@ -151,8 +164,9 @@ func peakMem(peaks []int64) string {
 	return FormatSize(m)
 }
 
-// writeAligned writes rows as left-aligned columns two spaces apart.
-func writeAligned(b *strings.Builder, rows [][]string) {
+// writeAligned writes rows as left-aligned columns two spaces apart and
+// returns the width of the widest line.
+func writeAligned(b *strings.Builder, rows [][]string) int {
 	width := make([]int, len(rows[0]))
 	for _, row := range rows {
 		for i, c := range row {
@@ -169,4 +183,9 @@ func writeAligned(b *strings.Builder, rows [][]string) {
 		}
 		b.WriteString(line + "\n")
 	}
+	total := 2 * (len(width) - 1)
+	for _, w := range width {
+		total += w
+	}
+	return total
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func sampleResult() *Result {
@@ -125,5 +127,67 @@ func TestCompareTable(t *testing.T) {
 	if got := CompareTable([]*Result{{Run: "r", Epochs: 3}}); !strings.Contains(got, "r    ") ||
 		!strings.Contains(got, "0/3     -          -") {
 		t.Fatalf("a run without epochs:\n%s", got)
+	}
+}
+
+// A failed run's error of many lines and thousands of characters is shown
+// under the table on one line no wider than the table, cut with an
+// ellipsis; the result file keeps every character.
+func TestCompareTableClipsLongErrors(t *testing.T) {
+	var long strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&long, "rank %d: collective aborted: rank 3 ran out of device memory\n\t", i)
+	}
+	failed := &Result{Run: "torch_ddp-fp32-8", Plugin: "torch_ddp", Precision: "fp32", WorldSize: 8,
+		Dataset: "cifar10", Epochs: 80, Status: "failed", Error: long.String()}
+	short := &Result{Run: "gemini-fp16-1", Status: "failed", Error: "loss is NaN"}
+	got := CompareTable([]*Result{sampleResult(), failed, short})
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("%d lines, want a header, 3 rows and 2 errors:\n%s", len(lines), got)
+	}
+	tableWidth := 0
+	for _, l := range lines[:4] {
+		tableWidth = max(tableWidth, len(l))
+	}
+	for _, l := range lines {
+		if n := utf8.RuneCountInString(l); n > tableWidth {
+			t.Errorf("line of %d characters, the table is %d wide: %q", n, tableWidth, l)
+		}
+	}
+	clipped := lines[4]
+	if utf8.RuneCountInString(clipped) != tableWidth || !strings.HasSuffix(clipped, "…") ||
+		!strings.HasPrefix(clipped, "torch_ddp-fp32-8: rank 0: collective aborted: rank 3 ran out of device memory rank 1: ") {
+		t.Errorf("clipped error line %q", clipped)
+	}
+	if lines[5] != "gemini-fp16-1: loss is NaN" {
+		t.Errorf("a short error changed: %q", lines[5])
+	}
+	dir := t.TempDir()
+	if err := WriteResult(dir, failed); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadResults([]string{ResultPath(dir, failed)})
+	if err != nil || back[0].Error != long.String() {
+		t.Fatalf("the result file lost the full error: %v", err)
+	}
+}
+
+// Errors are cut by characters, not bytes, after joining their lines.
+func TestClipLine(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		w    int
+		want string
+	}{
+		{"a\n\tb  c", 10, "a b c"},
+		{"abcdef", 6, "abcdef"},
+		{"abcdefg", 6, "abcde…"},
+		{"ab\ncdefg", 6, "ab cd…"},
+		{strings.Repeat("é", 9), 5, "éééé…"},
+	} {
+		if got := clipLine(c.in, c.w); got != c.want {
+			t.Errorf("clipLine(%q, %d) = %q, want %q", c.in, c.w, got, c.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"resnetlab/kernels"
 	"resnetlab/kernels/cpu"
 	"resnetlab/kernels/cuda"
 )
@@ -118,5 +119,123 @@ func TestJobExplainOOM(t *testing.T) {
 	plain := errors.New("x")
 	if j.explainOOM(0, plain) != plain || j.explainOOM(7, plain) != plain {
 		t.Fatal("a non-OOM error changed")
+	}
+}
+
+// An out-of-memory error raised on a rank (the CUDA allocator panics with
+// it) comes out of the rank pool explained by the job: the rank, its
+// device, the request and the advice, with the driver error still in the
+// chain and the group aborted with the same error.
+func TestRankPoolExplainsOOM(t *testing.T) {
+	be0, be1 := cpu.New(), cpu.New()
+	j := &job{spec: &Spec{}, cell: Cell{ID: "torch_ddp-fp32-2", Plugin: PluginTorchDDP, GPUs: 2},
+		ranks: []*rankState{{be: be0}, {be: be1}}}
+	var aborted error
+	p := startRanks(2, func(err error) { aborted = err })
+	p.explain = j.explainOOM
+	defer p.close()
+
+	drv := allocOOM(768<<20, 60*gib, 70*gib, 80*gib)
+	err := p.do(func(r int) error {
+		if r == 1 {
+			panic(drv)
+		}
+		return nil
+	})
+	var oe *OOMError
+	var ce *cuda.Error
+	if !errors.As(err, &oe) || oe.Rank != 1 || !errors.As(err, &ce) || ce != drv {
+		t.Fatalf("got %T %v, want an *OOMError of rank 1 wrapping the driver error", err, err)
+	}
+	if aborted != err {
+		t.Fatalf("group aborted with %v, want the explained error", aborted)
+	}
+	msg := err.Error()
+	for _, frag := range []string{
+		"rank 1 on " + be1.Device() + " ran out of device memory (run torch_ddp-fp32-2)",
+		"allocating 768.00 MiB failed",
+		`run plugin gemini with a [gemini] device_budget (e.g. device_budget = "64GiB")`,
+	} {
+		if !strings.Contains(msg, frag) {
+			t.Errorf("message lacks %q:\n%s", frag, msg)
+		}
+	}
+	if strings.HasPrefix(msg, "rank 1: ") {
+		t.Errorf("the rank is named twice: %s", msg)
+	}
+
+	// Returned (not panicked) by a Gemini rank with a budget: the sizes
+	// come from the rank's backend, the advice is to lower the budget.
+	j.cell, j.spec.Gemini.DeviceBudget = Cell{ID: "gemini-fp16-2", Plugin: PluginGemini, GPUs: 2}, 3*gib
+	host := &cuda.Error{Call: "cuMemAllocHost", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY"}
+	err = p.do(func(r int) error {
+		if r == 0 {
+			return fmt.Errorf("forward conv1: %w", host)
+		}
+		return nil
+	})
+	if !errors.As(err, &oe) || oe.Rank != 0 || oe.Device != be0.Device() || oe.Request != -1 ||
+		oe.InUse != be0.MemStats().Total() || !errors.As(err, &ce) || ce != host {
+		t.Fatalf("got %#v", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "lower [gemini] device_budget (now 3.00 GiB)") {
+		t.Errorf("gemini advice missing:\n%s", msg)
+	}
+}
+
+// Other errors keep the pool's "rank N: " prefix and their chain.
+func TestRankPoolOtherErrors(t *testing.T) {
+	j := &job{spec: &Spec{}, ranks: []*rankState{{be: cpu.New()}, {be: cpu.New()}}}
+	p := startRanks(2, nil)
+	p.explain = j.explainOOM
+	defer p.close()
+	boom := errors.New("boom")
+	illegal := &cuda.Error{Call: "cuLaunchKernel(x)", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"}
+	for _, c := range []struct {
+		f    func() error
+		want string
+		is   error
+	}{
+		{func() error { return boom }, "rank 1: boom", boom},
+		{func() error { panic(illegal) }, "rank 1: panic: " + illegal.Error(), illegal},
+		{func() error { panic("index out of range") }, "rank 1: panic: index out of range", nil},
+	} {
+		err := p.do(func(r int) error {
+			if r == 1 {
+				return c.f()
+			}
+			return nil
+		})
+		if err == nil || err.Error() != c.want || (c.is != nil && !errors.Is(err, c.is)) {
+			t.Errorf("got %v, want %q wrapping %v", err, c.want, c.is)
+		}
+		if IsOOM(err) {
+			t.Errorf("%v counted as out of memory", err)
+		}
+	}
+}
+
+// setup wires the job's explanation into its pool: an OOM raised in a
+// rank of a real (CPU) job names that rank's backend and the run.
+func TestJobSetupExplainsOOM(t *testing.T) {
+	s, cells, _, err := RunOptions{}.Apply(tinySpec(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, test, err := loadData(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &job{spec: s, cell: cells[0], train: train, test: test, precision: kernels.F32,
+		plan: cpuPlan(1, "")}
+	defer j.close()
+	if err := j.setup(); err != nil {
+		t.Fatal(err)
+	}
+	err = j.pool.do(func(int) error { panic(allocOOM(1<<30, 2*gib, 2*gib, 4*gib)) })
+	var oe *OOMError
+	if !errors.As(err, &oe) || oe.Device != j.ranks[0].be.Device() || oe.Run != cells[0].ID ||
+		!strings.Contains(err.Error(), "rank 0 on "+oe.Device+" ran out of device memory") {
+		t.Fatalf("got %v, want the job's explanation", err)
 	}
 }
