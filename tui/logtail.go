@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"resnetlab/runner"
 )
 
@@ -58,13 +60,15 @@ func formatLog(e runner.Log, st styles) string {
 	return fmt.Sprintf("%s %s%s", st.dim.Render(ts), lvl, oneLine(e.Text))
 }
 
-// oneLine replaces control characters (newlines, tabs, escapes) by spaces:
-// a log line must stay one screen line and must not move the cursor.
+// oneLine makes text from outside (log lines, errors, titles) safe to
+// draw: escape sequences are removed whole (replacing only their ESC would
+// leave "[1m" on screen) and other control characters (newlines, tabs)
+// become spaces, so the text stays one screen line and never moves the cursor.
 func oneLine(s string) string {
 	return strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
 			return ' '
 		}
 		return r
-	}, s)
+	}, ansi.Strip(s))
 }

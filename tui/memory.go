@@ -116,7 +116,7 @@ func (m *memoryPane) rankLines(r, lw, w int, st styles) []string {
 	}
 	hused := total(u.Host)
 	hsuf := fmtBytes(hused) + " pk " + fmtBytes(max(u.HostPeak, hused))
-	sw := max(ansi.StringWidth(dsuf), len(hsuf))
+	sw := max(ansi.StringWidth(dsuf), ansi.StringWidth(hsuf))
 	bw := w - lw - 6 - sw - 1
 	pre := fmt.Sprintf("%-*s ", lw, fmt.Sprintf("r%d", r))
 	blank := strings.Repeat(" ", lw+1)

@@ -62,7 +62,7 @@ type Model struct {
 	overlay  overlayKind
 	quitDlg  quitDialog
 	picker   resumePicker
-	notice   string
+	notice   notice
 	stopping map[string]bool // runs sent Stop; quit once all have finished
 	closed   bool            // the event channel was closed
 }
@@ -130,7 +130,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.onEvent(msg.ev)
 	case eventsClosedMsg:
 		m.closed = true
-		m.notice = "event stream closed"
+		m.notice = note("event stream closed")
 		if len(m.stopping) > 0 {
 			return m, tea.Quit
 		}

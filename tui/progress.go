@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"resnetlab/runner"
 )
 
@@ -142,7 +144,7 @@ func (p *progressPane) statsLine(st styles) string {
 
 // barLine is "label bar suffix" filling w cells; the bar takes what is left.
 func barLine(label, suffix string, f float64, w int, st styles) string {
-	bw := w - len(label) - len(suffix) - 2
+	bw := w - ansi.StringWidth(label) - ansi.StringWidth(suffix) - 2
 	if bw < 4 {
 		return label + " " + suffix
 	}
@@ -155,8 +157,10 @@ func bar(f float64, w int, st styles) string {
 	return st.ok.Render(strings.Repeat("█", n)) + st.dim.Render(strings.Repeat("░", w-n))
 }
 
+// padRight pads s with spaces to w cells (cells, not bytes: s may be
+// styled or hold wide runes).
 func padRight(s string, w int) string {
-	if n := w - len(s); n > 0 {
+	if n := w - ansi.StringWidth(s); n > 0 {
 		return s + strings.Repeat(" ", n)
 	}
 	return s

@@ -22,16 +22,16 @@ func (m Model) onEvent(ev runner.Event) (tea.Model, tea.Cmd) {
 			m.sel = m.byID[e.Info.ID]
 		}
 		if e.StartEpoch > 0 {
-			m.notice = fmt.Sprintf("%s resumed from epoch %d", e.Info.ID, e.StartEpoch)
+			m.notice = note("%s resumed from epoch %d", e.Info.ID, e.StartEpoch)
 		}
 	case runner.Paused:
-		m.notice = fmt.Sprintf("%s paused at epoch %d step %d · p resumes", e.Run, e.Epoch, e.Step)
+		m.notice = note("%s paused at epoch %d step %d · p resumes", e.Run, e.Epoch, e.Step)
 	case runner.Resumed:
-		m.notice = e.Run + " resumed"
+		m.notice = note("%s resumed", e.Run)
 	case runner.CheckpointSaved:
-		m.notice = m.st.ok.Render("✓") + " " + savedText(e)
+		m.notice = notice{text: savedText(e), ok: true}
 	case runner.RunFinished:
-		m.notice = finishedText(r)
+		m.notice = notice{text: finishedText(r)}
 		if m.stopping[e.Run] {
 			delete(m.stopping, e.Run)
 			if len(m.stopping) == 0 {
@@ -40,7 +40,7 @@ func (m Model) onEvent(ev runner.Event) (tea.Model, tea.Cmd) {
 		}
 	}
 	if !wasDone && m.allFinished() && len(m.stopping) == 0 {
-		m.notice = "all runs finished · v compares them · q or enter exits"
+		m.notice = note("all runs finished · v compares them · q or enter exits")
 	}
 	return m, m.waitEvent()
 }

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"fmt"
 	"slices"
 
 	"charm.land/bubbles/v2/key"
@@ -17,7 +16,7 @@ func (m Model) onKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	}
 	if len(m.stopping) > 0 {
-		m.notice = fmt.Sprintf("waiting for %d run(s) to stop · ctrl+c quits at once", len(m.stopping))
+		m.notice = note("waiting for %d run(s) to stop · ctrl+c quits at once", len(m.stopping))
 		return m, nil
 	}
 	switch m.overlay {
@@ -71,26 +70,26 @@ func (m *Model) togglePause(r *run) {
 	case stRunning:
 		m.send(id, runner.Pause{})
 		r.status = stPausing
-		m.notice = "pause requested for " + id + " (takes effect after the current step)"
+		m.notice = note("pause requested for %s (takes effect after the current step)", id)
 	case stPaused:
 		m.send(id, runner.Resume{})
 		r.status = stResuming
-		m.notice = "resume requested for " + id
+		m.notice = note("resume requested for %s", id)
 	case stPausing, stResuming:
-		m.notice = "waiting for " + id + " to confirm"
+		m.notice = note("waiting for %s to confirm", id)
 	default:
-		m.notice = id + " is not training (" + r.status.String() + ")"
+		m.notice = note("%s is not training (%s)", id, r.status)
 	}
 }
 
 func (m *Model) checkpointNow(r *run) {
 	id := r.info.ID
 	if !r.status.active() {
-		m.notice = id + " is not training (" + r.status.String() + "): nothing to checkpoint"
+		m.notice = note("%s is not training (%s): nothing to checkpoint", id, r.status)
 		return
 	}
 	m.send(id, runner.CheckpointNow{})
-	m.notice = "checkpoint requested for " + id + "…"
+	m.notice = note("checkpoint requested for %s…", id)
 }
 
 // loadCheckpoints lists the run's checkpoints off the UI loop (it may read
@@ -125,7 +124,7 @@ func (m Model) onPickerKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case dialogYes:
 		e := m.picker.chosen()
 		m.send(m.picker.run, runner.ResumeFrom{Epoch: e})
-		m.notice = fmt.Sprintf("resume of %s from epoch %d requested", m.picker.run, e)
+		m.notice = note("resume of %s from epoch %d requested", m.picker.run, e)
 		m.overlay = noOverlay
 	case dialogCancel:
 		m.overlay = noOverlay
@@ -145,7 +144,7 @@ func (m Model) stopAndQuit(checkpoint bool) (tea.Model, tea.Cmd) {
 	if checkpoint {
 		what = "checkpointing first"
 	}
-	m.notice = fmt.Sprintf("stopping %d run(s), %s… ctrl+c quits at once", n, what)
+	m.notice = note("stopping %d run(s), %s… ctrl+c quits at once", n, what)
 	return m, nil
 }
 

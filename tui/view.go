@@ -53,11 +53,28 @@ func (m Model) render() string {
 	return strings.Join(lines, "\n")
 }
 
+// notice is the last thing that happened, shown on the notice line. The
+// text is kept plain and styled only when drawn: a pre-styled string would
+// have its escapes mangled by oneLine (they showed up as "[1;38;2;…m").
+type notice struct {
+	text string
+	ok   bool // a confirmation: drawn with a green ✓
+}
+
+// note builds a plain notice from a format and its arguments.
+func note(format string, args ...any) notice {
+	return notice{text: fmt.Sprintf(format, args...)}
+}
+
 func (m Model) noticeLine() string {
-	if m.notice == "" {
+	if m.notice.text == "" {
 		return ""
 	}
-	return m.st.key.Render("»") + " " + oneLine(m.notice)
+	s := m.st.key.Render("»") + " "
+	if m.notice.ok {
+		s += m.st.ok.Render("✓") + " "
+	}
+	return s + oneLine(m.notice.text)
 }
 
 func (m Model) overlayBox(w int) string {
