@@ -106,12 +106,36 @@ func helpView(k keyMap, w int, st styles) string {
 		h.Styles = help.Styles{}
 	}
 	lines := []string{st.bold.Render("resnetlab keys"), ""}
-	lines = append(lines, strings.Split(h.FullHelpView(k.FullHelp()), "\n")...)
+	lines = append(lines, helpColumns(h, k.FullHelp(), max(w-4, 1))...)
 	lines = append(lines, "",
 		"panes: progress · loss/accuracy curves · memory per rank",
 		"       gemini chunk strip · log     (v: all runs side by side)",
 		"", st.dim.Render("press any key to close"))
 	return box(lines, w, st)
+}
+
+// helpColumns lays the key groups out as columns, as many side by side as
+// fit in w cells, the rest in further rows: at 80 columns the three groups
+// do not fit in one row and bubbles/help would cut the last one off.
+func helpColumns(h help.Model, groups [][]key.Binding, w int) []string {
+	var rows []string
+	for n := len(groups); n >= 1; n-- {
+		rows = rows[:0]
+		widest := 0
+		for i := 0; i < len(groups); i += n {
+			if i > 0 {
+				rows = append(rows, "")
+			}
+			for _, l := range strings.Split(h.FullHelpView(groups[i:min(i+n, len(groups))]), "\n") {
+				rows = append(rows, l)
+				widest = max(widest, ansi.StringWidth(l))
+			}
+		}
+		if widest <= w {
+			return rows
+		}
+	}
+	return rows // one group per row and still too wide: box cuts the lines
 }
 
 // box frames lines with a rounded border, cutting them to fit in w cells.

@@ -42,6 +42,16 @@ func (k keyMap) ShortHelp() []key.Binding {
 	return []key.Binding{k.Pause, k.Checkpoint, k.Resume, k.Next, k.Compare, k.Help, k.Quit}
 }
 
+// CompactHelp is the footer line for narrow terminals: the same keys with
+// shorter words, so that "? help" and "q quit" still fit in 80 columns.
+func (k keyMap) CompactHelp() []key.Binding {
+	short := func(b key.Binding, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc))
+	}
+	return []key.Binding{short(k.Pause, "pause"), short(k.Checkpoint, "checkpoint"), short(k.Resume, "resume"),
+		short(k.Next, "next run"), short(k.Compare, "compare"), k.Help, k.Quit}
+}
+
 // FullHelp is the help overlay, one column per group.
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,35 @@ func checkSize(t *testing.T, s string, w, h int) {
 	for i, l := range lines {
 		if ansi.StringWidth(l) != w {
 			t.Fatalf("line %d is %d cells, want %d: %q", i, ansi.StringWidth(l), w, l)
+		}
+	}
+}
+
+// At 80x24 the help overlay shows every key with its whole description
+// (the groups wrap into rows instead of being cut) and the footer keeps
+// the help and quit keys.
+func TestHelpAndFooterAt80(t *testing.T) {
+	m := populatedModel(t)
+	m.w, m.h, m.st = 80, 24, newStyles(true)
+	footer := strings.Split(m.render(), "\n")[23]
+	for _, want := range []string{"? help", "q quit", "v compare", "p pause"} {
+		if !strings.Contains(footer, want) {
+			t.Errorf("footer lacks %q: %q", want, footer)
+		}
+	}
+	m.overlay = helpOverlay
+	s := m.render()
+	for _, g := range m.keys.FullHelp() {
+		for _, b := range g {
+			re := regexp.MustCompile(regexp.QuoteMeta(b.Help().Key) + ` +` + regexp.QuoteMeta(b.Help().Desc))
+			if !re.MatchString(s) {
+				t.Errorf("help lacks %q %q:\n%s", b.Help().Key, b.Help().Desc, ansi.Strip(s))
+			}
+		}
+	}
+	for _, l := range strings.Split(ansi.Strip(s), "\n") {
+		if in := strings.Index(l, "│ "); in >= 0 && strings.Contains(l[in:], "…") {
+			t.Errorf("help overlay cut a line: %q", l)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // Sizes used before the first WindowSizeMsg, and the threshold of the wide
@@ -92,7 +93,6 @@ func (m Model) overlayBox(w int) string {
 // footer is the key hint line (bubbles/help), adapted to the state.
 func (m Model) footer(w int) string {
 	h := help.New()
-	h.SetWidth(w)
 	if m.st.plain {
 		h.Styles = help.Styles{}
 	}
@@ -101,9 +101,14 @@ func (m Model) footer(w int) string {
 	case len(m.stopping) > 0:
 		return fmt.Sprintf("stopping %d run(s)… ctrl+c quits at once", len(m.stopping))
 	case m.allFinished():
+		h.SetWidth(w)
 		return h.ShortHelpView([]key.Binding{k.Exit, k.Next, k.Compare, k.Resume, k.Help})
 	}
-	return h.ShortHelpView(k.ShortHelp())
+	if long := h.ShortHelpView(k.ShortHelp()); ansi.StringWidth(long) <= w {
+		return long
+	}
+	h.SetWidth(w) // cut with "…" what does not fit even compact
+	return h.ShortHelpView(k.CompactHelp())
 }
 
 // dashboard lays out the run's panes in w x h cells.
