@@ -1,0 +1,95 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// interruptAfterFirstStep runs s under signal.NotifyContext, as the CLI
+// does, and sends this process SIGINT (Ctrl-C) once the first step is
+// published. The events channel is unbuffered and the consumer waits for
+// the context to be cancelled before it reads on, so the run cannot train
+// past the step that follows.
+func interruptAfterFirstStep(t *testing.T, s *Spec) ([]Event, error) {
+	t.Helper()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	events := make(chan Event)
+	var got []Event
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sent := false
+		for e := range events {
+			got = append(got, e)
+			if _, ok := e.(StepDone); ok && !sent {
+				sent = true
+				if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+					t.Error(err)
+					return
+				}
+				<-ctx.Done()
+			}
+		}
+	}()
+	err := RunSpec(ctx, s, RunOptions{}, events, nil)
+	close(events)
+	<-done
+	return got, err
+}
+
+// A run ended by Ctrl-C says "interrupted" (not "failed"): in its result
+// and result file, and the error still matches context.Canceled, which
+// the CLI turns into its interrupted exit code. It saved where it was.
+func TestCtrlCResultIsInterrupted(t *testing.T) {
+	s := tinySpec(t, "")
+	evs, err := interruptAfterFirstStep(t, s)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted: interrupt signal received") {
+		t.Fatalf("err = %v, want the interruption", err)
+	}
+	rs := finished(t, evs)
+	if len(rs) != 1 || rs[0].Status != "interrupted" || !strings.Contains(rs[0].Error, "interrupt signal received") {
+		t.Fatalf("results %+v, want one interrupted", rs)
+	}
+	b, rerr := os.ReadFile(ResultPath(s.ResultsDir, rs[0]))
+	if rerr != nil || !strings.Contains(string(b), `"status": "interrupted"`) {
+		t.Fatalf("result file: %v\n%s", rerr, b)
+	}
+	steps, saved := 0, false
+	for _, e := range evs {
+		switch e := e.(type) {
+		case StepDone:
+			steps++
+		case CheckpointSaved:
+			saved = e.Epoch == 1
+		}
+	}
+	if steps != 1 || !saved {
+		t.Fatalf("%d steps published, checkpoint of epoch 1 saved: %v; want 1 step and the checkpoint", steps, saved)
+	}
+}
+
+// When the checkpoint taken on Ctrl-C fails, the run is still
+// interrupted, and the error says both things.
+func TestCtrlCWithFailingCheckpoint(t *testing.T) {
+	s := tinySpec(t, "")
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.Checkpoint = filepath.Join(blocker, "ckpt-{plugin}-{precision}-{gpus}") // under a file: cannot be made
+	evs, err := interruptAfterFirstStep(t, s)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "the checkpoint failed too") {
+		t.Fatalf("err = %v", err)
+	}
+	if rs := finished(t, evs); len(rs) != 1 || rs[0].Status != "interrupted" ||
+		!strings.Contains(rs[0].Error, "interrupted (interrupt signal received); the checkpoint failed too: ") {
+		t.Fatalf("results %+v", rs)
+	}
+}

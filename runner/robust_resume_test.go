@@ -1,0 +1,167 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A width-8 checkpoint resumed by a width-16 spec stops before any rank
+// loads it or trains, with one line that names the checkpoint file (its
+// directory and epoch), a key with both shapes, and both widths. A Gemini
+// run, whose engine may hold no tensor for an evicted parameter, is
+// refused the same way (from the files' settings alone when it must).
+func TestResumeWidth8IntoWidth16(t *testing.T) {
+	s := tinySpec(t, "")
+	s.Width, s.Epochs = 8, 1
+	if _, err := collect(t, s, RunOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := strings.ReplaceAll(s.Checkpoint, "{plugin}-{precision}-{gpus}", "torch_ddp-fp32-1")
+	mp, _, _ := CheckpointPaths(dir, 1)
+
+	s.Width, s.Epochs = 16, 2
+	evs, err := collect(t, s, RunOptions{Resume: 1}, nil)
+	if err == nil {
+		t.Fatal("a width-8 checkpoint resumed into a width-16 run")
+	}
+	want := "checkpoint " + mp + ` does not fit this run's model: key "conv1.weight" has shape [8 3 7 7] ` +
+		"in the checkpoint and [16 3 7 7] in the model"
+	for _, frag := range []string{want, "saved with width 8, this run has 16", "want width = 8 in the spec"} {
+		if !strings.Contains(err.Error(), frag) {
+			t.Errorf("error lacks %q:\n%v", frag, err)
+		}
+	}
+	if strings.Count(err.Error(), "\n") > 0 {
+		t.Errorf("error spans several lines:\n%v", err)
+	}
+	refusedBeforeTraining(t, evs, dir)
+
+	// The same files in a Gemini run's directory.
+	gs := tinySpec(t, "[[run]]\nplugin = \"gemini\"\nprecision = \"fp16\"\n")
+	gs.Width = 16
+	gdir := strings.ReplaceAll(gs.Checkpoint, "{plugin}-{precision}-{gpus}", "gemini-fp16-1")
+	copyDir(t, dir, gdir)
+	evs, err = collect(t, gs, RunOptions{Resume: 1}, nil)
+	gmp, _, _ := CheckpointPaths(gdir, 1)
+	t.Log(err)
+	if err == nil || !strings.Contains(err.Error(), gmp) ||
+		!regexp.MustCompile(`width (is )?8.*16`).MatchString(err.Error()) {
+		t.Fatalf("gemini: %v\nwant the file and both widths", err)
+	}
+	refusedBeforeTraining(t, evs, gdir)
+}
+
+// refusedBeforeTraining checks that a run whose resume was refused
+// trained nothing, saved nothing and says it failed.
+func refusedBeforeTraining(t *testing.T, evs []Event, dir string) {
+	t.Helper()
+	for _, e := range evs {
+		switch e.(type) {
+		case StepDone, EpochDone, CheckpointSaved:
+			t.Fatalf("the refused run went on: %#v", e)
+		}
+	}
+	if rs := finished(t, evs); len(rs) != 1 || rs[0].Status != "failed" || rs[0].Error == "" {
+		t.Fatalf("results %+v, want one failed", rs)
+	}
+	if have, err := ListCheckpoints(dir); err != nil || !slices.Equal(have, []int{1}) {
+		t.Fatalf("checkpoints %v %v, want epoch 1 only", have, err)
+	}
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	ents, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(to, e.Name()), b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// setMeta rewrites one metadata value of a checkpoint file.
+func setMeta(t *testing.T, path, kind, key string, v any) {
+	t.Helper()
+	meta, ts, err := ReadCheckpointFile(path, kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta[key] = v
+	if err := WriteCheckpointFile(path, kind, meta, ts); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Shapes can match while the data set differs (cifar10 and synthetic both
+// have 3 channels and 10 classes): the resume names the key and both
+// values, and what to set.
+func TestResumeFromAnotherDataset(t *testing.T) {
+	s, dir := trainedCheckpoints(t, "")
+	mp, _, _ := CheckpointPaths(dir, 1)
+	setMeta(t, mp, "model", "dataset", "cifar10")
+	err := resumeErr(t, s, 1)
+	want := "resume from " + dir + " epoch 1: checkpoint " + mp + ` was saved for another model: dataset is "cifar10" ` +
+		`in the checkpoint and "synthetic" in this run (want dataset = "cifar10" in the spec, or resume = 0 to start afresh)`
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("got  %v\nwant %s", err, want)
+	}
+}
+
+// The resume refuses files of two different saves (checkSameSnapshot).
+func TestResumeFromMixedSaves(t *testing.T) {
+	s, dir := trainedCheckpoints(t, "")
+	_, op, _ := CheckpointPaths(dir, 1)
+	setMeta(t, op, "optimizer", "step", 2)
+	err := resumeErr(t, s, 1)
+	if !strings.Contains(err.Error(), "checkpoint of epoch 1 in "+dir+" is a mix of two saves: model_1.pth has step 6, optimizer_1.pth has 2") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestCheckSameModel(t *testing.T) {
+	dir := t.TempDir()
+	write := func(meta map[string]any) {
+		mp, _, _ := CheckpointPaths(dir, 3)
+		if err := WriteCheckpointFile(mp, "model", meta, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := ckptMeta{Width: 16, InChannels: 1, Classes: 10, Dataset: "fashion-mnist"}
+	write(map[string]any{"epoch": 3}) // imported from elsewhere: nothing to compare
+	if err := checkSameModel(dir, 3, run); err != nil {
+		t.Fatalf("no settings recorded: %v", err)
+	}
+	write(map[string]any{"width": 16, "in_channels": 1, "num_classes": 10, "dataset": "FMNIST"})
+	if err := checkSameModel(dir, 3, run); err != nil {
+		t.Fatalf("another spelling of the same data set: %v", err)
+	}
+	write(map[string]any{"width": 8, "in_channels": 3, "num_classes": 100, "dataset": "cifar10"})
+	mp, _, _ := CheckpointPaths(dir, 3)
+	want := "resume from " + dir + " epoch 3: checkpoint " + mp + " was saved for another model: " +
+		"width is 8 in the checkpoint and 16 in this run; in_channels is 3 in the checkpoint and 1 in this run; " +
+		"num_classes is 100 in the checkpoint and 10 in this run; " +
+		`dataset is "cifar10" in the checkpoint and "fashion-mnist" in this run ` +
+		`(want width = 8 and in_channels = 3 and dataset = "cifar10" in the spec, or resume = 0 to start afresh)`
+	if err := checkSameModel(dir, 3, run); err == nil || err.Error() != want {
+		t.Fatalf("got  %v\nwant %s", err, want)
+	}
+	write(map[string]any{"num_classes": 100})
+	if err := checkSameModel(dir, 3, run); err == nil ||
+		!strings.HasSuffix(err.Error(), "num_classes is 100 in the checkpoint and 10 in this run (want resume = 0 to start afresh)") {
+		t.Fatalf("classes only: %v", err)
+	}
+}
