@@ -40,6 +40,8 @@ import (
 	"os"
 	"path/filepath"
 	"unicode/utf8"
+
+	"resnetlab/kernels"
 )
 
 const (
@@ -220,9 +222,9 @@ func writeTensorData(w io.Writer, t *TensorEntry) error {
 			case DTypeF32:
 				buf = le.AppendUint32(buf, math.Float32bits(t.F32[i]))
 			case DTypeF16:
-				buf = le.AppendUint16(buf, f32ToF16(t.F32[i]))
+				buf = le.AppendUint16(buf, kernels.F32ToF16Bits(t.F32[i]))
 			case DTypeBF16:
-				buf = le.AppendUint16(buf, f32ToBF16(t.F32[i]))
+				buf = le.AppendUint16(buf, kernels.F32ToBF16Bits(t.F32[i]))
 			case DTypeI64:
 				buf = le.AppendUint64(buf, uint64(t.I64[i]))
 			}

@@ -10,6 +10,8 @@ import (
 	"math"
 	"os"
 	"unicode/utf8"
+
+	"resnetlab/kernels"
 )
 
 // Classes of checkpoint read errors, for errors.Is. A missing file gives an
@@ -335,9 +337,9 @@ func decodeValues(t *TensorEntry, raw []byte, n int) {
 		case DTypeF32:
 			t.F32[i] = math.Float32frombits(le.Uint32(raw[4*i:]))
 		case DTypeF16:
-			t.F32[i] = f16ToF32(le.Uint16(raw[2*i:]))
+			t.F32[i] = kernels.F16BitsToF32(le.Uint16(raw[2*i:]))
 		case DTypeBF16:
-			t.F32[i] = bf16ToF32(le.Uint16(raw[2*i:]))
+			t.F32[i] = kernels.BF16BitsToF32(le.Uint16(raw[2*i:]))
 		}
 	}
 }

@@ -74,7 +74,8 @@ func (b *Backend) Upload(dst *kernels.Tensor, src []float32) {
 		must("cuMemcpyHtoDAsync_v2", drv.cuMemcpyHtoDAsync, dst.Dev, uintptr(unsafe.Pointer(&src[0])), uintptr(dst.Bytes()), b.stream)
 		return
 	}
-	h := encodeHalf(src, dst.DType)
+	h := make([]uint16, len(src))
+	kernels.EncodeHalf(h, src, dst.DType)
 	must("cuMemcpyHtoDAsync_v2", drv.cuMemcpyHtoDAsync, dst.Dev, uintptr(unsafe.Pointer(&h[0])), uintptr(dst.Bytes()), b.stream)
 }
 
@@ -97,7 +98,7 @@ func (b *Backend) Download(src *kernels.Tensor, dst []float32) {
 	h := make([]uint16, len(dst))
 	must("cuMemcpyDtoHAsync_v2", drv.cuMemcpyDtoHAsync, uintptr(unsafe.Pointer(&h[0])), src.Dev, uintptr(src.Bytes()), b.stream)
 	must("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
-	decodeHalf(h, src.DType, dst)
+	kernels.DecodeHalf(dst, h, src.DType)
 }
 
 // Copy copies src into dst (same length), converting the dtype.

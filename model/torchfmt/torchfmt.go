@@ -16,6 +16,8 @@ package torchfmt
 import (
 	"fmt"
 	"math"
+
+	"resnetlab/kernels"
 )
 
 // Supported dtypes, spelled as in safetensors.
@@ -127,12 +129,12 @@ func appendLE(buf []byte, t Tensor) []byte {
 		}
 	case F16:
 		for _, v := range t.F32 {
-			h := f32ToF16(v)
+			h := kernels.F32ToF16Bits(v)
 			buf = append(buf, byte(h), byte(h>>8))
 		}
 	case BF16:
 		for _, v := range t.F32 {
-			h := f32ToBF16(v)
+			h := kernels.F32ToBF16Bits(v)
 			buf = append(buf, byte(h), byte(h>>8))
 		}
 	case I64:
@@ -153,9 +155,9 @@ func decodeElem(t *Tensor, j int, raw []byte, i int) {
 		p := raw[4*i:]
 		t.F32[j] = math.Float32frombits(uint32(p[0]) | uint32(p[1])<<8 | uint32(p[2])<<16 | uint32(p[3])<<24)
 	case F16:
-		t.F32[j] = f16ToF32(uint16(raw[2*i]) | uint16(raw[2*i+1])<<8)
+		t.F32[j] = kernels.F16BitsToF32(uint16(raw[2*i]) | uint16(raw[2*i+1])<<8)
 	case BF16:
-		t.F32[j] = bf16ToF32(uint16(raw[2*i]) | uint16(raw[2*i+1])<<8)
+		t.F32[j] = kernels.BF16BitsToF32(uint16(raw[2*i]) | uint16(raw[2*i+1])<<8)
 	case I64:
 		p := raw[8*i:]
 		var u uint64
