@@ -116,33 +116,27 @@ func RoundBF16(f float32) float32 {
 
 // EncodeHalf narrows src into dst (same length) as F16 or BF16 bits.
 func EncodeHalf(dst []uint16, src []float32, dt DType) {
-	checkHalf("EncodeHalf", dt, len(dst), len(src))
-	conv := F32ToF16Bits
-	if dt == BF16 {
-		conv = F32ToBF16Bits
-	}
-	for i, v := range src {
-		dst[i] = conv(v)
-	}
+	convertHalf("EncodeHalf", dst, src, dt, F32ToF16Bits, F32ToBF16Bits)
 }
 
 // DecodeHalf widens F16 or BF16 bits in src into dst (same length).
 func DecodeHalf(dst []float32, src []uint16, dt DType) {
-	checkHalf("DecodeHalf", dt, len(src), len(dst))
-	conv := F16BitsToF32
-	if dt == BF16 {
-		conv = BF16BitsToF32
-	}
-	for i, h := range src {
-		dst[i] = conv(h)
-	}
+	convertHalf("DecodeHalf", dst, src, dt, F16BitsToF32, BF16BitsToF32)
 }
 
-func checkHalf(op string, dt DType, nHalf, nF32 int) {
+// convertHalf applies the F16 or BF16 conversion, by dt, element-wise.
+func convertHalf[S, D any](op string, dst []D, src []S, dt DType, f16, bf16 func(S) D) {
 	if dt != F16 && dt != BF16 {
 		panic(fmt.Sprintf("kernels: %s: dtype %v, want fp16 or bf16", op, dt))
 	}
-	if nHalf != nF32 {
-		panic(fmt.Sprintf("kernels: %s: %d half values for %d float32 values", op, nHalf, nF32))
+	if len(dst) != len(src) {
+		panic(fmt.Sprintf("kernels: %s: %d values into %d", op, len(src), len(dst)))
+	}
+	conv := f16
+	if dt == BF16 {
+		conv = bf16
+	}
+	for i, v := range src {
+		dst[i] = conv(v)
 	}
 }

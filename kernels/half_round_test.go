@@ -43,9 +43,9 @@ func TestEncodeDecodeHalf(t *testing.T) {
 
 func TestEncodeDecodeHalfPanics(t *testing.T) {
 	cases := map[string]func(){
-		"dtype fp32":          func() { EncodeHalf(make([]uint16, 1), make([]float32, 1), F32) },
-		"1 half values for 2": func() { EncodeHalf(make([]uint16, 1), make([]float32, 2), F16) },
-		"3 half values for 2": func() { DecodeHalf(make([]float32, 2), make([]uint16, 3), BF16) },
+		"dtype fp32":      func() { EncodeHalf(make([]uint16, 1), make([]float32, 1), F32) },
+		"2 values into 1": func() { EncodeHalf(make([]uint16, 1), make([]float32, 2), F16) },
+		"3 values into 2": func() { DecodeHalf(make([]float32, 2), make([]uint16, 3), BF16) },
 	}
 	for want, call := range cases {
 		func() {
