@@ -117,5 +117,6 @@ func init() { // in init: the run functions refer to commands for their usage
 		"bench":   {benchUsage, (*cli).cmdBench},
 		"export":  {exportUsage, (*cli).cmdExport},
 		"import":  {importUsage, (*cli).cmdImport},
+		"report":  {reportUsage, (*cli).cmdReport},
 	}
 }

@@ -15,6 +15,7 @@ Commands:
   bench     time training steps of ResNet-18 (no input pipeline)
   export    write a checkpoint's model as a PyTorch state dict (.safetensors/.pth)
   import    turn a torchvision resnet18 state dict into a checkpoint
+  report    write a Markdown table and an accuracy plot of finished runs
   help      show the help of a command
 
 Examples:

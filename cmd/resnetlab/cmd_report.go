@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"resnetlab/runner"
+)
+
+const reportUsage = `Usage: resnetlab report [-o FILE.md] [--plot FILE.png] [--peer LOG]... [--peer-data NAME]
+                        [--reference] FILE|DIR...
+
+Writes a Markdown table of finished runs, one row per run (plugin x precision x
+ranks): final test accuracy, best accuracy and its epoch, wall time, mean epoch
+time, images/s, peak device memory per rank and status. When an fp32
+single-rank run is present (torch_ddp preferred), a column gives every row's
+final accuracy minus its, in points (rows on the same data set only).
+Arguments are result files written by 'resnetlab run', or directories whose
+*.json files are read. Any unreadable input fails the report; nothing is
+written then.
+
+Flags:
+  -o FILE            write the table to FILE (default: standard output)
+  --plot FILE        also draw the test-accuracy curves into a PNG
+  --peer LOG         add the run logged by ../shared/anchors/torch_peer.py
+                     (its JSON lines); repeatable
+  --peer-data NAME   data set of --peer logs cut before their summary line,
+                     which names it (e.g. fashion-mnist)
+  --reference        add the reference CIFAR-10 accuracies quoted in SPEC.md
+
+Examples:
+  resnetlab report results/
+  resnetlab report -o docs/results.md --plot docs/results_acc.png --peer peer.log --reference results/*.json
+`
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func (c *cli) cmdReport(ctx context.Context, args []string) int {
+	fs := newFlags("report")
+	out := fs.String("o", "", "")
+	plot := fs.String("plot", "", "")
+	peerData := fs.String("peer-data", "", "")
+	reference := fs.Bool("reference", false, "")
+	var peerPaths stringList
+	fs.Var(&peerPaths, "peer", "")
+	pos, done, code := c.parseArgs(fs, reportUsage, args)
+	if done {
+		return code
+	}
+	if len(pos) == 0 && len(peerPaths) == 0 {
+		return c.usageError("report", "want at least one result file or directory (or --peer LOG)")
+	}
+	rows, err := reportRows(pos, peerPaths, *peerData, *reference)
+	if err == nil {
+		err = writeReport(c, rows, *out, *plot)
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "resnetlab report: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// reportRows reads every input. All bad result files are named at once
+// (ReadResults joins their errors); peer logs stop at the first bad one.
+func reportRows(args, peerPaths []string, peerData string, reference bool) ([]runner.ReportRow, error) {
+	var results []*runner.Result
+	if len(args) > 0 {
+		files, err := expandDirs(args)
+		if err != nil {
+			return nil, err
+		}
+		if results, err = runner.ReadResults(files); err != nil {
+			return nil, err
+		}
+	}
+	var peers []*runner.PeerLog
+	for _, path := range peerPaths {
+		p, err := runner.ReadPeerLog(path)
+		if err != nil {
+			return nil, err
+		}
+		if p.Dataset == "" {
+			p.Dataset = peerData
+		}
+		peers = append(peers, p)
+	}
+	return runner.BuildReport(results, peers, reference), nil
+}
+
+// writeReport renders everything before writing anything, so a failed
+// plot leaves no half-updated report.
+func writeReport(c *cli, rows []runner.ReportRow, out, plot string) error {
+	var png bytes.Buffer
+	if plot != "" {
+		if err := runner.PlotAccuracy(&png, rows, runner.DefaultPlotWidth, runner.DefaultPlotHeight); err != nil {
+			return err
+		}
+	}
+	md := runner.ReportMarkdown(rows)
+	if out == "" {
+		fmt.Fprint(c.stdout, md)
+	} else if err := writeReportFile(out, []byte(md)); err != nil {
+		return err
+	}
+	if plot != "" {
+		return writeReportFile(plot, png.Bytes())
+	}
+	return nil
+}
+
+func writeReportFile(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}

@@ -1,0 +1,112 @@
+package runner
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const peerSample = `/usr/lib/python3/dist-packages/torch/warning: something {not json}
+2026-05-01T10:00:00 {"epoch": 1, "loss": 1.52, "test_acc": 0.51, "epoch_s": 20.5}
+{"epoch": 2, "loss": 1.01, "test_acc": 0.66, "epoch_s": 6.5}
+{"epoch": 3, "loss": 0.85, "test_acc": 0.64, "epoch_s": 6.0}
+{"summary": true, "amp": true, "data": "/data/fmnist", "epochs": 3, "total_s": 33.4, "final_acc": 0.64}
+`
+
+func TestReportPeerLog(t *testing.T) {
+	p, err := ParsePeerLog("runs/peer_amp.log", strings.NewReader(peerSample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Epochs) != 3 || p.Epochs[1] != (EpochResult{2, 1.01, 0.66, 6.5}) || p.Summary == nil ||
+		!p.Summary.AMP || p.Summary.TotalSeconds != 33.4 {
+		t.Fatalf("parsed %+v summary %+v", p.Epochs, p.Summary)
+	}
+	row := p.Row()
+	want := ReportRow{Label: "peer: peer_amp", Source: SourcePeer, Plugin: "pytorch", Precision: "fp16",
+		Dataset: "fashion-mnist", Ranks: 1, EpochsDone: 3, EpochsPlanned: 3, HasFinal: true, FinalAcc: 0.64,
+		BestAcc: 0.66, BestEpoch: 2, WallSeconds: 33.4, Status: "done"}
+	row.Curve, row.MeanEpochSeconds = nil, math.Round(row.MeanEpochSeconds*1000)/1000
+	want.MeanEpochSeconds = 11
+	if !reflect.DeepEqual(row, want) {
+		t.Errorf("row\n %+v\nwant\n %+v", row, want)
+	}
+}
+
+// A log cut before the summary: status incomplete, wall time from the
+// epochs, precision unknown, data set set by the caller.
+func TestReportPeerLogCut(t *testing.T) {
+	cut := strings.Join(strings.Split(peerSample, "\n")[:3], "\n")
+	p, err := ParsePeerLog("cut.log", strings.NewReader(cut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Dataset = "cifar10"
+	row := p.Row()
+	if row.Status != "incomplete" || row.Precision != "" || row.WallSeconds != 27 || row.FinalAcc != 0.66 ||
+		row.BestEpoch != 2 || row.EpochsPlanned != 0 {
+		t.Errorf("cut log row %+v", row)
+	}
+	rows := BuildReport(reportResults()[1:2], []*PeerLog{p}, false)
+	cells := byColumn(markdownTable(t, ReportMarkdown(rows)))
+	if got := cells["peer: cut"]["Δ vs torch_ddp-fp32-1 (pts)"]; got != "+6.00" {
+		t.Errorf("peer delta %q, want +6.00", got)
+	}
+}
+
+func TestReportPeerLogErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "missing.log"), "missing.log"},
+		{write("empty.log", "just text\n"), "empty.log: no torch_peer.py lines"},
+		{write("result.json", `{"run": "x", "per_epoch": []}`), "result.json: no torch_peer.py lines"},
+		{write("bad.log", "{\"epoch\": 1, \"test_acc\": 0.5}\n{\"epoch\": 2, \"test_acc\": oops}\n"), "bad.log:2: bad torch_peer.py line"},
+		{write("twice.log", "{\"epoch\": 1, \"test_acc\": 0.5}\n{\"epoch\": 1, \"test_acc\": 0.5}\n"), "twice.log:2: epoch 1 after epoch 1"},
+		{write("noacc.log", "{\"epoch\": 1, \"loss\": 0.5}\n"), "noacc.log:1: epoch 1 has no test_acc"},
+	} {
+		_, err := ReadPeerLog(tc.path)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want it to contain %q", tc.path, err, tc.want)
+		}
+	}
+}
+
+// The peer's real log (SPEC.md: "the full recipe reached 93.29% at epoch
+// 79", cut before epoch 80).
+func TestReportPeerLogAnchor(t *testing.T) {
+	path := filepath.Join("..", "..", "shared", "anchors", "torch_peer_fmnist_fp32_79of80ep.log")
+	if _, err := os.Stat(path); err != nil {
+		t.Skip("anchor log not here:", err)
+	}
+	p, err := ReadPeerLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := p.Row()
+	if row.EpochsDone != 79 || row.Status != "incomplete" || pct(row.BestAcc) != "93.29%" || row.BestEpoch != 79 {
+		t.Errorf("anchor log row: %d epochs, %s, best %s at %d", row.EpochsDone, row.Status, pct(row.BestAcc), row.BestEpoch)
+	}
+}
+
+func TestReportReadResultErrorsNameFile(t *testing.T) {
+	dir := t.TempDir()
+	notJSON := filepath.Join(dir, "notes.json")
+	if err := os.WriteFile(notJSON, []byte("epoch 1: 50%\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.json")
+	_, err := ReadResults([]string{missing, notJSON})
+	if err == nil || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), notJSON+": not a result file") {
+		t.Errorf("error %v does not name both files", err)
+	}
+}
