@@ -82,7 +82,7 @@ func (c *chunkStrip) View(w, h int, st styles) []string {
 	}
 	counts, onDev, n := c.totals()
 	title := fmt.Sprintf("gemini chunks · %d chunks · %d on device", n, onDev)
-	foot := []string{c.countsLine(counts, st), c.placementLine(st)}
+	foot := append(c.countsLines(counts, w, st), c.placementLine(st))
 	keep := min(len(foot), max(h-2, 0))
 	strip := c.stripLines(w, h-1-keep, st)
 	lines := append([]string{rule(title, w, st)}, strip...)
@@ -134,13 +134,14 @@ func (c *chunkStrip) stripLines(w, rows int, st styles) []string {
 	return out
 }
 
-// countsLine doubles as the legend: each state's letter, name and count.
-func (c *chunkStrip) countsLine(counts [numStates]int, st styles) string {
+// countsLines doubles as the legend: each state's letter, name and count,
+// packed into lines of w cells (a cut would hide the last states).
+func (c *chunkStrip) countsLines(counts [numStates]int, w int, st styles) []string {
 	parts := make([]string, numStates)
 	for s := range numStates {
 		parts[s] = fmt.Sprintf("%s %s %d", st.state[s].Render(string(stateGlyph[s])), stateNames[s], counts[s])
 	}
-	return strings.Join(parts, "  ")
+	return pack(parts, w)
 }
 
 func (c *chunkStrip) placementLine(st styles) string {

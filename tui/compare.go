@@ -100,11 +100,11 @@ func bytesOrDash(b int64) string {
 // when they do not all fit) and one row per fact.
 func compareView(runs []*run, sel, w, h int, st styles) []string {
 	const lw = 12
-	cw := 10
+	cw := 10 // column width: marker or space, the widest id, a gap
 	for _, r := range runs {
 		cw = max(cw, ansi.StringWidth(r.info.ID)+2)
 	}
-	cw = min(cw, 22)
+	cw = min(cw, 26)
 	fit := max((w-lw)/cw, 1)
 	lo := min(max(sel-fit/2, 0), max(len(runs)-fit, 0))
 	hi := min(lo+fit, len(runs))
@@ -115,13 +115,13 @@ func compareView(runs []*run, sel, w, h int, st styles) []string {
 		if i == sel {
 			id = st.sel.Render("▸" + runs[i].info.ID)
 		}
-		head += fitLine(id, cw)
+		head += cell(id, cw)
 	}
 	lines = append(lines, head)
 	for _, row := range compareRows {
 		s := st.dim.Render(padRight(row.label, lw))
 		for _, r := range runs[lo:hi] {
-			s += fitLine(" "+row.value(r), cw)
+			s += cell(" "+row.value(r), cw)
 		}
 		lines = append(lines, s)
 	}
@@ -131,6 +131,10 @@ func compareView(runs []*run, sel, w, h int, st styles) []string {
 	lines = append(lines, "", summary(runs, st))
 	return fitBlock(lines, w, h)
 }
+
+// cell is one column of the comparison: s cut to leave a one-cell gap,
+// so that a long id never runs into the next column's marker.
+func cell(s string, cw int) string { return fitLine(s, cw-1) + " " }
 
 // summary counts the runs per status: "2 done · 1 running · 3 queued".
 func summary(runs []*run, st styles) string {

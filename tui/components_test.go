@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -144,5 +145,61 @@ func TestFormatters(t *testing.T) {
 	}
 	if got := oneLine("a\nb\tc\x1b[2J"); strings.ContainsAny(got, "\n\t\x1b") {
 		t.Errorf("oneLine kept control characters: %q", got)
+	}
+}
+
+// The log pane records the run's milestones, in order, next to the
+// runner's own lines; steps and memory reports add nothing.
+func TestLogMilestones(t *testing.T) {
+	var l logTail
+	evs := []runner.Event{
+		runner.RunStarted{Info: runner.RunInfo{ID: "a"}, StartEpoch: 3},
+		runner.StepDone{Run: "a", Epoch: 4, Step: 1},
+		runner.Log{Run: "a", Time: time.Date(2025, 1, 1, 10, 0, 0, 0, time.UTC), Level: "warn", Text: "slow"},
+		runner.EpochDone{Run: "a", Epoch: 4, Loss: 0.5, TestAcc: 0.8125, Seconds: 2.3, LR: 0.001},
+		runner.MemoryUsage{Run: "a"},
+		runner.Paused{Run: "a", Epoch: 5, Step: 7},
+		runner.Resumed{Run: "a"},
+		runner.CheckpointSaved{Run: "a", Epoch: 5, Dir: "ck/a"},
+		runner.RunFinished{Run: "a", Err: errors.New("accuracy 0.5 below target 0.6")},
+	}
+	for _, ev := range evs {
+		l.Update(ev)
+	}
+	want := []string{
+		"         started from the epoch 3 checkpoint",
+		"10:00:00 WARN slow",
+		"         epoch 4 · loss 0.5000 · test acc 81.25% · 2.3s · lr 0.001",
+		"         paused at epoch 5 step 7",
+		"         resumed",
+		"         checkpoint epoch 5 → ck/a",
+		"         failed: accuracy 0.5 below target 0.6",
+	}
+	got := l.View(80, 1+len(want), newStyles(true))[1:]
+	for i, w := range want {
+		if strings.TrimRight(got[i], " ") != w {
+			t.Errorf("line %d: %q, want %q", i, strings.TrimRight(got[i], " "), w)
+		}
+	}
+}
+
+// Comparison columns keep a gap even when an id fills its column and the
+// next column carries the selection marker (seen live as "…-fp16-1▸gemini").
+func TestCompareColumnsKeepAGap(t *testing.T) {
+	ids := []string{"low_level_zero-fp16-1", "gemini-fp16-1", "a-very-long-run-identifier-that-is-cut"}
+	var runs []*run
+	for _, id := range ids {
+		runs = append(runs, newRun(runner.RunInfo{ID: id}))
+	}
+	for sel := range runs {
+		for _, w := range []int{40, 80, 160} {
+			head := ansi.Strip(compareView(runs, sel, w, 20, newStyles(true))[1])
+			if i := strings.Index(head, "▸"); i > 0 && head[i-1] != ' ' {
+				t.Errorf("sel %d width %d: marker glued to the previous column: %q", sel, w, head)
+			}
+			if w == 160 && !strings.Contains(head, ids[0]+" ") {
+				t.Errorf("sel %d: %s should be whole and followed by a gap: %q", sel, ids[0], head)
+			}
+		}
 	}
 }

@@ -309,18 +309,12 @@ func (f *fakeRunner) save(info runner.RunInfo, e int) error {
 		}
 		files = append(files, p)
 	}
-	if err := f.emit(runner.CheckpointSaved{Run: info.ID, Epoch: e, Dir: dir, Files: files}); err != nil {
-		return err
-	}
-	return f.log(info.ID, "info", fmt.Sprintf("saved checkpoint epoch %d", e))
+	return f.emit(runner.CheckpointSaved{Run: info.ID, Epoch: e, Dir: dir, Files: files})
 }
 
 func (f *fakeRunner) endEpoch(info runner.RunInfo, ep int) error {
 	if err := f.emit(runner.EpochDone{Run: info.ID, Epoch: ep, Loss: fakeLoss(ep * info.StepsPerEpoch),
 		TestAcc: fakeAcc(ep), Seconds: 0.5 * float64(info.StepsPerEpoch) * float64(20+5*info.Ranks) / 1000 * 2, LR: 1e-3}); err != nil {
-		return err
-	}
-	if err := f.log(info.ID, "info", fmt.Sprintf("epoch %d: test acc %.2f%%", ep, 100*fakeAcc(ep))); err != nil {
 		return err
 	}
 	if f.every > 0 && ep%f.every == 0 {
@@ -373,9 +367,6 @@ func (f *fakeRunner) finish(info runner.RunInfo, status string, err error) error
 		WorldSize: info.Ranks, Status: status}
 	if status == "done" {
 		res.FinalTestAcc, res.BestTestAcc = fakeAcc(info.Epochs), fakeAcc(info.Epochs)
-	}
-	if e := f.log(info.ID, "info", info.ID+" "+status); e != nil {
-		return e
 	}
 	if e := f.emit(runner.RunFinished{Run: info.ID, Result: res}); e != nil {
 		return e

@@ -14,6 +14,9 @@ import (
 const logKeep = 500
 
 // logTail keeps the run's log lines (from Log events) and shows the newest.
+// The runner logs little (warnings, resumes), so the pane also records the
+// run's milestones (epochs, checkpoints, pauses) as lines without a time:
+// events carry none and the wall clock would make the screen irreproducible.
 type logTail struct {
 	lines []runner.Log
 }
@@ -21,13 +24,47 @@ type logTail struct {
 func (l *logTail) Update(ev runner.Event) {
 	e, ok := ev.(runner.Log)
 	if !ok {
-		return
+		text := milestone(ev)
+		if text == "" {
+			return
+		}
+		e = runner.Log{Run: ev.RunID(), Level: "info", Text: text}
 	}
 	l.lines = append(l.lines, e)
 	if len(l.lines) > 2*logKeep {
 		// Copy rather than reslice so the old backing array can be freed.
 		l.lines = append([]runner.Log(nil), l.lines[len(l.lines)-logKeep:]...)
 	}
+}
+
+// milestone is the log line of an event worth keeping in the run's
+// history, "" for the others (steps, memory, chunks).
+func milestone(ev runner.Event) string {
+	switch e := ev.(type) {
+	case runner.RunStarted:
+		if e.StartEpoch > 0 {
+			return fmt.Sprintf("started from the epoch %d checkpoint", e.StartEpoch)
+		}
+		return "started"
+	case runner.EpochDone:
+		return fmt.Sprintf("epoch %d · loss %.4f · test acc %s · %.1fs · lr %.3g",
+			e.Epoch, e.Loss, fmtPct(e.TestAcc), e.Seconds, e.LR)
+	case runner.CheckpointSaved:
+		return fmt.Sprintf("checkpoint epoch %d → %s", e.Epoch, e.Dir)
+	case runner.Paused:
+		return fmt.Sprintf("paused at epoch %d step %d", e.Epoch, e.Step)
+	case runner.Resumed:
+		return "resumed"
+	case runner.RunFinished:
+		switch {
+		case e.Err != nil:
+			return fmt.Sprintf("failed: %v", e.Err)
+		case e.Result != nil && e.Result.Status != "":
+			return e.Result.Status
+		}
+		return "done"
+	}
+	return ""
 }
 
 // View renders a title and the newest h-1 lines.
