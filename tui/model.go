@@ -129,8 +129,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case eventMsg:
 		return m.onEvent(msg.ev)
 	case eventsClosedMsg:
+		if !m.allFinished() { // else keep "all runs finished", the better news
+			m.notice = note("event stream closed")
+		}
 		m.closed = true
-		m.notice = note("event stream closed")
 		if len(m.stopping) > 0 {
 			return m, tea.Quit
 		}

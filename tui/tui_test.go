@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"resnetlab/runner"
@@ -225,5 +227,54 @@ func TestAllFinishedThenKey(t *testing.T) {
 	tm.WaitFinished(t, teatest.WithFinalTimeout(20*time.Second))
 	if n := len(f.commands()); n != 0 {
 		t.Errorf("finished grid: nothing to send, sent %v", f.commands())
+	}
+}
+
+// The runner closes its event stream after the last run: the notice keeps
+// saying that all runs finished. A stream closed mid-run says so instead.
+func TestStreamClosedNotice(t *testing.T) {
+	finished := func(m Model, i int) Model {
+		return step(m, eventMsg{runner.RunFinished{Run: m.runs[i].info.ID, Result: &runner.Result{Status: "done"}}})
+	}
+	m := New(Options{Runs: testGrid()[:2]})
+	m = finished(finished(m, 0), 1)
+	m = step(m, eventsClosedMsg{})
+	if !strings.Contains(m.notice.text, "all runs finished") {
+		t.Errorf("after the last run and the close: notice %q", m.notice.text)
+	}
+	m = New(Options{Runs: testGrid()[:2]})
+	m = step(finished(m, 0), eventsClosedMsg{})
+	if m.notice.text != "event stream closed" || !m.allFinished() {
+		t.Errorf("closed mid-grid: notice %q, all finished %v", m.notice.text, m.allFinished())
+	}
+}
+
+// v on a grid wider than the screen: tab scrolls the comparison so that,
+// one window after another, every run of the grid is shown.
+func TestCompareShowsEveryRunOfABigGrid(t *testing.T) {
+	var infos []runner.RunInfo
+	for i := range 7 {
+		infos = append(infos, runner.RunInfo{ID: fmt.Sprintf("gemini-fp16-%d", i+1), Plugin: "gemini", Epochs: 4})
+	}
+	m := New(Options{Runs: infos})
+	m.w, m.h, m.st = 80, 24, newStyles(true)
+	m = step(m, keyMsg("v"))
+	seen := map[string]bool{}
+	for range infos {
+		s := ansi.Strip(m.render())
+		if !strings.Contains(s, "compare · 7 runs") || !strings.Contains(s, "tab/shift+tab to scroll") {
+			t.Fatalf("not the scrolling comparison:\n%s", s)
+		}
+		for _, in := range infos {
+			if strings.Contains(s, in.ID+" ") {
+				seen[in.ID] = true
+			}
+		}
+		m = step(m, keyMsg("tab"))
+	}
+	for _, in := range infos {
+		if !seen[in.ID] {
+			t.Errorf("run %s never shown while tabbing through the comparison", in.ID)
+		}
 	}
 }
