@@ -22,6 +22,15 @@
 // sequential loop over ranks. A run with W ranks differs from one rank only
 // by fp32 rounding of that sum. NCCL (GPU) does not promise this order.
 //
+// # Gradient buckets during backward
+//
+// The Engine reduces a gradient bucket as soon as backward has made all of
+// its gradients final (model hooks, reducer.go), like torch DDP's Reducer.
+// CPU ranks run those collectives on a comm goroutine, overlapped with the
+// rest of backward; device ranks call them inline from the hook, since
+// their backend is bound to the rank's thread (grads.go). Either way the
+// results equal reducing every bucket after backward bit for bit.
+//
 // # Race detector
 //
 // The package tests take about a second; under -race the whole package

@@ -24,6 +24,10 @@ type EngineConfig struct {
 	ZeroStage   int           // 1 or 2 (LowLevelZero)
 	Scaler      ScalerConfig  // loss scaling, used for F16 only (bf16 needs none)
 	BucketElems int           // gradient bucket size in elements (0 = DefaultBucketElems)
+	// NoOverlap reduces every gradient bucket after backward instead of as
+	// soon as the bucket is complete during backward (see grads.go). The
+	// results are the same bit for bit; it is there to compare and debug.
+	NoOverlap bool
 }
 
 // StepStats is what one training step reports.
@@ -52,11 +56,21 @@ type Engine struct {
 	sharded bool
 	master  *kernels.Tensor   // fp32 master weights: full (DDP) or this rank's shard (ZeRO)
 	grad    *kernels.Tensor   // fp32 gradients: full (DDP, ZeRO-1) or shard (ZeRO-2)
-	stage   *kernels.Tensor   // one bucket of staging (ZeRO-2)
+	stages  []*kernels.Tensor // buckets of staging (ZeRO-2): two with async overlap, else one
 	m, v    *kernels.Tensor   // Adam moments, shaped like master
 	flag    *kernels.Tensor   // overflow flag for the all-ranks vote
 	acc     *kernels.Tensor   // gradient accumulation side buffer (on first use)
 	owned   []*kernels.Tensor // keep-alive list of tensors to Free
+
+	// Gradient reduction during backward (grads.go, reducer.go).
+	red           *reducer // the model's hooks; nil with NoOverlap
+	async         bool     // collectives run on a comm goroutine (CPU ranks)
+	micro, nMicro int      // the micro-batch being back-propagated, of how many
+	queue         *commQueue
+	stepErr       error        // first error of an inline collective in this step
+	stageJob      []*bucketJob // the last collective that read each stage
+	nextStage     int
+	trace         func(ev string) // test hook, see reducer.trace
 }
 
 // NewEngine wraps a rank's model. The model must be built with
@@ -87,8 +101,17 @@ func NewEngine(be kernels.Backend, comm DeviceCommunicator, m *model.ResNet, cfg
 	if cfg.Precision == kernels.F16 {
 		e.scaler = NewLossScaler(cfg.Scaler)
 	}
+	if !cfg.NoOverlap {
+		// Only host collectives may leave the rank's goroutine; device
+		// backends are bound to the rank's thread.
+		_, e.async = comm.(*HostTensorComm)
+		e.red = newReducer(e.params, e.lay, e.bucketReady)
+	}
 	if err := e.allocate(); err != nil {
 		return nil, err
+	}
+	if e.red != nil {
+		m.SetHooks(e.red)
 	}
 	return e, nil
 }
@@ -110,9 +133,13 @@ func (e *Engine) allocate() error {
 	e.m = e.alloc(kernels.CatOptState, stateLen)
 	e.v = e.alloc(kernels.CatOptState, stateLen)
 	e.flag = e.alloc(kernels.CatWorkspace, 1)
-	if e.sharded && e.cfg.ZeroStage == 2 {
+	if e.zero2() {
 		e.grad = e.alloc(kernels.CatGrads, l.shardLen())
-		e.stage = e.alloc(kernels.CatWorkspace, l.bucketLen())
+		e.stages = []*kernels.Tensor{e.alloc(kernels.CatWorkspace, l.bucketLen())}
+		if e.async && l.buckets > 1 {
+			e.stages = append(e.stages, e.alloc(kernels.CatWorkspace, l.bucketLen()))
+		}
+		e.stageJob = make([]*bucketJob, len(e.stages))
 	} else {
 		e.grad = e.alloc(kernels.CatGrads, l.padded())
 	}
@@ -182,7 +209,7 @@ func (e *Engine) Step(x, labels *kernels.Tensor, lr float32) (StepStats, error) 
 // B it equals one batch of k*B up to rounding, batch-norm statistics aside
 // (they are per micro-batch, as they are per rank under DDP).
 func (e *Engine) StepAccum(micro []Batch, lr float32) (StepStats, error) {
-	if len(micro) > 1 && e.stage != nil {
+	if len(micro) > 1 && e.zero2() {
 		return StepStats{}, fmt.Errorf("gradient accumulation needs ZeRO stage 1 (stage 2 keeps no full gradient)")
 	}
 	scale := float32(1)
@@ -190,17 +217,11 @@ func (e *Engine) StepAccum(micro []Batch, lr float32) (StepStats, error) {
 		scale = float32(e.scaler.Scale)
 	}
 	var st StepStats
-	for i, b := range micro {
-		logits := e.model.Forward(b.X, true)
-		_, dlogits := e.ce.Forward(logits, b.Labels, scale/float32(len(micro)), true)
-		e.model.Backward(dlogits)
-		st.Loss += e.ce.Value() / float32(len(micro))
-		e.collectGrads(i, len(micro))
-	}
 	if e.scaler != nil {
 		st.LossScale = e.scaler.Scale
 	}
-	if err := e.reduceGrads(); err != nil {
+	var err error
+	if st.Loss, err = e.forwardBackward(micro, scale); err != nil {
 		return st, err
 	}
 	if e.cfg.Precision != kernels.F32 {
@@ -242,77 +263,18 @@ func (e *Engine) syncBuffers() error {
 	return nil
 }
 
-// collectGrads moves micro-batch i's gradients into the flat gradient
-// buffer, summing over micro-batches. fp32 DDP's gradients already are
-// views of it, so only accumulation needs a side buffer there. ZeRO-2
-// gathers bucket by bucket in reduceGrads instead.
-func (e *Engine) collectGrads(i, n int) {
-	if e.stage != nil {
-		return
+// forwardBackward runs every micro-batch, reducing each gradient bucket as
+// it completes, and waits for the reductions; it returns the mean loss.
+func (e *Engine) forwardBackward(micro []Batch, scale float32) (float32, error) {
+	defer e.abandonReduction() // a no-op unless backward panicked
+	loss := float32(0)
+	for i, b := range micro {
+		logits := e.model.Forward(b.X, true)
+		_, dlogits := e.ce.Forward(logits, b.Labels, scale/float32(len(micro)), true)
+		e.backward(dlogits, i, len(micro))
+		loss += e.ce.Value() / float32(len(micro))
 	}
-	full := kernels.View(e.grad, 0, e.lay.padded())
-	if e.cfg.Precision != kernels.F32 {
-		if i == 0 {
-			e.lay.gather(e.be, e.params, grads, full, 0, e.lay.padded())
-			return
-		}
-		acc := e.accumBuffer()
-		e.lay.gather(e.be, e.params, grads, acc, 0, e.lay.padded())
-		e.be.Add(full, full, acc)
-		return
-	}
-	if n == 1 {
-		return
-	}
-	acc := e.accumBuffer()
-	switch {
-	case i == 0:
-		e.be.Copy(acc, full)
-	case i < n-1:
-		e.be.Add(acc, acc, full)
-	default:
-		e.be.Add(full, full, acc)
-	}
-}
-
-// accumBuffer is the side buffer of gradient accumulation, made on first use.
-func (e *Engine) accumBuffer() *kernels.Tensor {
-	if e.acc == nil {
-		e.acc = e.alloc(kernels.CatGrads, e.lay.padded())
-	}
-	return e.acc
-}
-
-// reduceGrads averages the gradients over ranks, bucket by bucket.
-func (e *Engine) reduceGrads() error {
-	l := e.lay
-	for k := 0; k < l.buckets; k++ {
-		lo, hi := l.bucket(k)
-		var err error
-		switch {
-		case e.stage != nil: // ZeRO-2: reduce-scatter into this rank's shard
-			e.fillPadding(e.stage, lo, hi)
-			l.gather(e.be, e.params, grads, e.stage, lo, hi)
-			err = e.comm.ReduceScatter(kernels.View(e.grad, k*l.block, l.block), e.stage, Avg)
-		default:
-			b := kernels.View(e.grad, lo, hi-lo)
-			if l.world > 1 {
-				err = e.comm.AllReduce(b, Avg)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("gradient bucket %d: %w", k, err)
-		}
-	}
-	return nil
-}
-
-// fillPadding zeroes a staging bucket whose tail lies past the last
-// parameter, so stale values of an earlier bucket never reach the shard.
-func (e *Engine) fillPadding(stage *kernels.Tensor, lo, hi int) {
-	if hi > e.lay.n {
-		e.be.Fill(stage, 0)
-	}
+	return loss, e.finishReduction()
 }
 
 // overflow votes over all ranks whether any gradient is inf or NaN.
@@ -337,7 +299,7 @@ func (e *Engine) overflow() (bool, error) {
 // ownedGrads are the gradient views that this rank's Adam reads.
 func (e *Engine) ownedGrads() []*kernels.Tensor {
 	l := e.lay
-	if !e.sharded || e.stage != nil {
+	if !e.sharded || e.zero2() {
 		return []*kernels.Tensor{e.grad}
 	}
 	gs := make([]*kernels.Tensor, l.buckets)
@@ -379,8 +341,10 @@ func (e *Engine) publish() error {
 	}
 	for k := 0; k < l.buckets; k++ {
 		lo, hi := l.bucket(k)
-		dst := e.stage
-		if dst == nil { // ZeRO-1: the full gradient buffer is free again
+		var dst *kernels.Tensor
+		if e.zero2() {
+			dst = e.stages[0]
+		} else { // ZeRO-1: the full gradient buffer is free again
 			dst = kernels.View(e.grad, lo, hi-lo)
 		}
 		if err := e.comm.AllGather(dst, kernels.View(e.master, k*l.block, l.block)); err != nil {
@@ -393,6 +357,10 @@ func (e *Engine) publish() error {
 
 // Free releases the engine's buffers (not the model).
 func (e *Engine) Free() {
+	if e.red != nil {
+		e.model.SetHooks(nil)
+		e.red = nil
+	}
 	for _, t := range e.owned {
 		e.be.Free(t)
 	}

@@ -41,6 +41,7 @@ type trainCfg struct {
 	accum               int // micro-batches per step on each rank (taken from world*accum shards)
 	lr                  float32
 	eng                 EngineConfig
+	setup               func(e *Engine, rank int) // called after NewEngine, if set
 }
 
 // train runs cfg on world ranks and returns every rank's final state and
@@ -59,6 +60,9 @@ func train(t *testing.T, cfg trainCfg) ([]*State, []kernels.MemStats) {
 		e, err := NewEngine(be, NewHostTensorComm(c.Comm()), m, cfg.eng)
 		if err != nil {
 			return err
+		}
+		if cfg.setup != nil {
+			cfg.setup(e, c.Rank())
 		}
 		shards := cfg.world * cfg.accum
 		for s := 0; s < cfg.steps; s++ {
