@@ -75,7 +75,9 @@ type Engine struct {
 
 // NewEngine wraps a rank's model. The model must be built with
 // cfg.Precision as its DType. Rank 0's initial weights are broadcast so all
-// ranks start equal, as DDP does.
+// ranks start equal, as DDP does. Unless cfg.NoOverlap, the engine takes
+// the model's hooks (model.SetHooks) to reduce gradient buckets during
+// backward; Free gives them back (nil).
 func NewEngine(be kernels.Backend, comm DeviceCommunicator, m *model.ResNet, cfg EngineConfig) (*Engine, error) {
 	switch cfg.Plugin {
 	case TorchDDP:
