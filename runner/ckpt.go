@@ -30,6 +30,7 @@ type ckptMeta struct {
 	Classes                    int
 	Dataset                    string
 	SynTest, SynSeed           int // the synthetic set, so eval can rebuild it
+	History                    []EpochResult
 }
 
 func (m ckptMeta) toMap() map[string]any {
@@ -89,6 +90,9 @@ func saveCheckpoint(dir string, st *parallel.State, meta ckptMeta, sched model.M
 	sm["milestones"] = sched.Milestones
 	sm["gamma"] = sched.Gamma
 	sm["last_epoch"] = meta.Epoch
+	if len(meta.History) > 0 {
+		sm["history"] = historyMeta(meta.History)
+	}
 	// Model last: a reader that finds model_E.pth finds the other two.
 	if err := WriteCheckpointFile(op, "optimizer", om, optimizerEntries(st)); err != nil {
 		return nil, err
@@ -108,6 +112,8 @@ type loadedCheckpoint struct {
 	epoch int
 	step  int // steps done within epoch (== steps per epoch when complete)
 	spe   int
+	// history is the run's per-epoch results up to the checkpoint.
+	history []EpochResult
 }
 
 // loadCheckpoint reads epoch's three files from dir and checks they fit
@@ -126,10 +132,12 @@ func loadCheckpoint(dir string, epoch int) (*loadedCheckpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := ReadCheckpointFile(sp, "lr_scheduler"); err != nil {
+	sm, _, err := ReadCheckpointFile(sp, "lr_scheduler")
+	if err != nil {
 		return nil, err
 	}
-	lc := &loadedCheckpoint{epoch: epoch, state: &parallel.State{Model: stateDictOf(mts)}}
+	lc := &loadedCheckpoint{epoch: epoch, state: &parallel.State{Model: stateDictOf(mts)},
+		history: historyFromMeta(sm["history"])}
 	if lc.step, err = MetaInt(meta, "step"); err != nil {
 		return nil, fmt.Errorf("%s: %w", mp, err)
 	}

@@ -23,10 +23,12 @@ func evaluateModel(m *model.ResNet, be kernels.Backend, test *data.Dataset, dt k
 	logits := make([]float32, batch*classes)
 	correct, total := make([]int, classes), make([]int, classes)
 	var x *kernels.Tensor
+	var in inputBuf
 	defer func() {
 		if x != nil {
 			be.Free(x)
 		}
+		in.free(be)
 	}()
 	for s := 0; s < loader.Steps(0); s++ {
 		n := loader.Batch(0, s, xh, yh)
@@ -36,7 +38,7 @@ func evaluateModel(m *model.ResNet, be kernels.Backend, test *data.Dataset, dt k
 			}
 			x = be.New(kernels.CatData, dt, n, test.C, data.Side, data.Side)
 		}
-		be.Upload(x, xh[:n*test.ImageLen()])
+		in.upload(be, x, xh[:n*test.ImageLen()])
 		out := m.Forward(x, false)
 		be.Download(out, logits[:n*classes])
 		for i := 0; i < n; i++ {

@@ -46,6 +46,7 @@ type rankState struct {
 	loader *data.Loader
 	xh, yh []float32
 	x, y   *kernels.Tensor
+	in     inputBuf
 	stats  parallel.StepStats
 }
 
@@ -147,7 +148,7 @@ func (j *job) trainStep(lr float32) error {
 	return j.pool.do(func(r int) error {
 		rs := j.ranks[r]
 		rs.loader.Batch(epoch, step, rs.xh, rs.yh)
-		rs.be.Upload(rs.x, rs.xh)
+		rs.in.upload(rs.be, rs.x, rs.xh)
 		rs.be.Upload(rs.y, rs.yh)
 		st, err := rs.eng.Step(rs.x, rs.y, lr)
 		rs.stats = st
@@ -187,7 +188,8 @@ func (j *job) meta(epoch, step int) ckptMeta {
 	return ckptMeta{Epoch: epoch, Step: step, StepsPerEpoch: j.info.StepsPerEpoch,
 		Plugin: j.cell.Plugin, Precision: j.cell.Precision, World: j.cell.GPUs,
 		Width: j.spec.Width, InChannels: j.train.C, Classes: len(j.train.Classes), Dataset: j.spec.Dataset,
-		SynTest: j.spec.Synthetic.Test, SynSeed: int(j.spec.Synthetic.Seed)}
+		SynTest: j.spec.Synthetic.Test, SynSeed: int(j.spec.Synthetic.Seed),
+		History: trimEpochs(j.result.EpochResults, epoch)}
 }
 
 // gatherState collects the full training state (a collective).
@@ -244,6 +246,11 @@ func (j *job) resume(e int) error {
 		j.epoch, j.step = lc.epoch-1, lc.step
 	}
 	j.result.EpochResults = trimEpochs(j.result.EpochResults, j.epoch)
+	// A new process knows nothing of the epochs before the checkpoint: take
+	// them from it, so results and the TUI show the whole curve.
+	if h := trimEpochs(lc.history, j.epoch); len(h) > len(j.result.EpochResults) {
+		j.result.EpochResults = h
+	}
 	j.logf("info", "resumed from %s epoch %d (continuing at epoch %d step %d)", j.cell.CheckpointDir, e, j.epoch+1, j.step+1)
 	return nil
 }

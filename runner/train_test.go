@@ -111,11 +111,11 @@ gpus = 1`, `plugin = "low_level_zero"
 precision = "fp16"
 gpus = 2`} {
 		straight := tinySpec(t, "[[run]]\n"+cell)
-		evs, err := collect(t, straight, RunOptions{}, nil)
+		evs0, err := collect(t, straight, RunOptions{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := finished(t, evs)[0].ModelSHA256
+		want := finished(t, evs0)[0].ModelSHA256
 
 		resumed := tinySpec(t, "[[run]]\n"+cell)
 		resumed.Epochs = 1
@@ -123,7 +123,7 @@ gpus = 2`} {
 			t.Fatal(err)
 		}
 		resumed.Epochs = 2
-		evs, err = collect(t, resumed, RunOptions{Resume: 1}, nil)
+		evs, err := collect(t, resumed, RunOptions{Resume: 1}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,8 +131,16 @@ gpus = 2`} {
 		if r.ModelSHA256 != want {
 			t.Fatalf("%s: resumed run's model %s differs from the straight run's %s", r.Run, r.ModelSHA256, want)
 		}
-		if len(r.EpochResults) != 1 || r.EpochResults[0].Epoch != 2 {
-			t.Fatalf("resumed run trained epochs %+v, want only epoch 2", r.EpochResults)
+		// The checkpoint carries epoch 1's results: the resumed run reports
+		// the same curve as the straight one.
+		full := finished(t, evs0)[0].EpochResults
+		if len(r.EpochResults) != 2 {
+			t.Fatalf("resumed run reports epochs %+v, want 1 and 2", r.EpochResults)
+		}
+		for i, e := range r.EpochResults {
+			if e.Epoch != full[i].Epoch || e.Loss != full[i].Loss || e.TestAcc != full[i].TestAcc {
+				t.Fatalf("resumed run's epoch %+v differs from the straight run's %+v", e, full[i])
+			}
 		}
 	}
 }

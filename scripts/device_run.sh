@@ -1,19 +1,34 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: step benchmark, PyTorch peer, Fashion-MNIST
-# runs of every plugin, ranks sharing the GPU, Gemini budgets, interop.
+# Runs on the GPU machine (the device tool), from the repository root:
+#
+#   bash scripts/device_run.sh STAGE...
+#
+# Stages (each bounded by `timeout`; a failed stage does not stop the rest):
+#   bench     step benchmark of resnetlab (fixed batch on the device) and the
+#             PyTorch peer's synthetic epoch (fp32 and --amp): speed ratios
+#   quick     every plugin for 1 Fashion-MNIST epoch, 2 ranks sharing the GPU
+#   gemini    gemini at unlimited, 1/2 and 1/4 of the measured footprint
+#   fmnist    every plugin 12 epochs beside the PyTorch peer (fp32 and amp,
+#             in the background), then the interop stage
+#   interop   scripts/interop_device.sh (PyTorch loads our exports and back)
+#
 # Expects (carried in .dev/): resnetlab (CGO_ENABLED=0 build), torch_peer.py,
-# fmnist/*.gz. Everything it prints goes to $OUT/device.log too; results,
-# PTX-free logs and JSON come back in $OUT/device.tgz.
+# fmnist/*.gz. Everything printed goes to $OUT/device.log too; result JSON,
+# logs and specs come back in $OUT/device.tgz.
 set -u
 OUT=${OUT:-/tmp/out}
+EPOCHS=${EPOCHS:-12}
 mkdir -p "$OUT" /tmp/w
 B=$PWD/.dev/resnetlab
 export DATA=$PWD/.dev/fmnist PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 LOG=$OUT/device.log
 exec > >(tee -a "$LOG") 2>&1
 step() { echo; echo "=== $(date +%T) $*"; }
-spec() { # spec NAME EPOCHS [extra TOML lines...]: a Fashion-MNIST spec in /tmp/w
-	local name=$1 epochs=$2; shift 2
+
+# spec NAME EPOCHS [TOML lines...]: writes a Fashion-MNIST spec to /tmp/w.
+spec() {
+	local name=$1 epochs=$2
+	shift 2
 	{
 		echo "name = \"$name\""
 		echo 'dataset = "fashion-mnist"'
@@ -23,32 +38,86 @@ spec() { # spec NAME EPOCHS [extra TOML lines...]: a Fashion-MNIST spec in /tmp/
 		echo "interval = $epochs"
 		echo 'results_dir = "/tmp/w/results"'
 		printf '%s\n' "$@"
-	} >/tmp/w/$name.toml
-	echo /tmp/w/$name.toml
+	} >"/tmp/w/$name.toml"
+	echo "/tmp/w/$name.toml"
 }
 
-step "machine"; nvidia-smi -L; nproc
+# peak NAME: the first run's peak device bytes in the results of spec NAME.
+peak() {
+	python3 - "$1" <<'EOF'
+import glob, json, sys
+for f in sorted(glob.glob(f"/tmp/w/results/{sys.argv[1]}-*.json")):
+    r = json.load(open(f))
+    print(max(r.get("peak_device_bytes_per_rank") or [0])); break
+EOF
+}
 
-step "step benchmark (resnetlab bench, fixed batch on the device)"
-timeout 120 $B bench --device cuda --steps 200 --warmup 20 --precision fp32,fp16,bf16
-timeout 60 $B bench --device cuda --steps 100 --warmup 10 --precision fp16,bf16 --plugin low_level_zero
+stage_bench() {
+	step "machine"
+	nvidia-smi -L
+	nproc
+	step "resnetlab bench: one rank, fixed batch of 100 on the device"
+	timeout 120 "$B" bench --device cuda --steps 300 --warmup 30 --precision fp32,fp16,bf16
+	timeout 60 "$B" bench --device cuda --steps 200 --warmup 20 --precision fp16 --plugin low_level_zero
+	step "PyTorch peer, synthetic data, 1 epoch (speed)"
+	timeout 120 python3 .dev/torch_peer.py --data synthetic --epochs 1
+	timeout 120 python3 .dev/torch_peer.py --data synthetic --epochs 1 --amp
+}
 
-step "PyTorch peer, synthetic, 1 epoch each (speed)"
-timeout 90 python3 .dev/torch_peer.py --data synthetic --epochs 1
-timeout 90 python3 .dev/torch_peer.py --data synthetic --epochs 1 --amp
+stage_quick() {
+	step "every plugin, 1 Fashion-MNIST epoch, one after another"
+	timeout 240 "$B" run --headless "$(spec quick 1 '[grid]' \
+		'plugin = ["torch_ddp", "torch_ddp_fp16", "low_level_zero", "gemini"]')"
+	step "2 ranks sharing the GPU, 1 epoch"
+	timeout 200 "$B" run --headless "$(spec shared 1 '[grid]' \
+		'plugin = ["torch_ddp", "low_level_zero", "gemini"]' 'gpus = [2]')"
+}
 
-step "resnetlab torch_ddp fp32, Fashion-MNIST, 12 epochs (alone: epoch times)"
-timeout 200 $B run --headless "$(spec fp32 12 '[[run]]' 'plugin = "torch_ddp"' 'precision = "fp32"')"
+stage_gemini() {
+	step "gemini budgets: unlimited, then 1/2 and 1/4 of its peak"
+	timeout 120 "$B" run --headless "$(spec gem_full 1 '[[run]]' 'plugin = "gemini"')"
+	local p
+	p=$(peak gem_full)
+	echo "gemini unlimited peak: $p bytes"
+	for frac in 2 4; do
+		timeout 200 "$B" run --headless "$(spec "gem_1_$frac" 1 '[[run]]' 'plugin = "gemini"' \
+			'[gemini]' 'placement = "auto"' "device_budget = $((p / frac))")"
+	done
+}
 
-step "PyTorch peer fp32 Fashion-MNIST 12 epochs (background) + our mixed-precision plugins"
-(timeout 240 python3 .dev/torch_peer.py --data .dev/fmnist --epochs 12 > /tmp/w/peer_fmnist.log 2>&1) &
-peer=$!
-timeout 330 $B run --headless "$(spec mixed 12 '[[run]]' 'plugin = "torch_ddp_fp16"' '[[run]]' 'plugin = "low_level_zero"' '[[run]]' 'plugin = "gemini"')"
-wait $peer; cat /tmp/w/peer_fmnist.log
+stage_fmnist() {
+	step "PyTorch peer fp32 and amp, $EPOCHS epochs (background), beside every plugin, then interop"
+	(timeout 450 python3 .dev/torch_peer.py --data .dev/fmnist --epochs "$EPOCHS" >/tmp/w/peer_fp32.log 2>&1) &
+	(timeout 450 python3 .dev/torch_peer.py --data .dev/fmnist --epochs "$EPOCHS" --amp >/tmp/w/peer_amp.log 2>&1) &
+	stage_long &
+	timeout 330 "$B" run --headless "$(spec fmnist "$EPOCHS" '[grid]' \
+		'plugin = ["torch_ddp", "torch_ddp_fp16", "low_level_zero", "gemini"]')"
+	stage_interop
+	wait
+	tail -n 3 /tmp/w/peer_fp32.log /tmp/w/peer_amp.log
+}
 
-step "2 ranks sharing the GPU, 1 epoch"
-timeout 120 $B run --headless "$(spec shared 1 '[[run]]' 'plugin = "torch_ddp"' 'gpus = 2' '[[run]]' 'plugin = "low_level_zero"' 'gpus = 2')"
+# The reference's 80 epochs for torch_ddp fp32 (issue 9), in the background:
+# SIGTERM at the timeout checkpoints it, and `LONG_RESUME=E` continues it
+# from epoch E in a later call on the same (warm) machine.
+stage_long() {
+	local plugins=${LONG_PLUGINS:-'"torch_ddp"'} f
+	f=$(spec long80 80 'interval = 10' 'milestones = [20, 40, 60, 80]' "resume = ${LONG_RESUME:-0}" \
+		'[grid]' "plugin = [$plugins]")
+	sed -i '/^interval = 80$/d' "$f"
+	timeout "${LONG_TIMEOUT:-520}" "$B" run --headless "$f" >/tmp/w/long80.log 2>&1
+	tail -n 4 /tmp/w/long80.log
+}
 
+stage_interop() {
+	step "interop with PyTorch"
+	OUT=/tmp/w/interop timeout 200 bash scripts/interop_device.sh
+}
+
+for s in "$@"; do
+	"stage_$s"
+done
 step "results"
-$B compare /tmp/w/results
-cd /tmp/w && tar czf "$OUT/device.tgz" results *.log *.toml 2>/dev/null
+"$B" compare /tmp/w/results
+cd /tmp/w && tar czf "$OUT/device.tgz" results ./*.log ./*.toml interop 2>/dev/null
+ls -la "$OUT"

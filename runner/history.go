@@ -1,0 +1,49 @@
+package runner
+
+import "math"
+
+// A checkpoint carries the run's per-epoch results so far (in the
+// lr_scheduler file's metadata, key "history"), so a run resumed in a new
+// process still reports its whole accuracy curve. JSON has no NaN: an epoch
+// without evaluation stores test_acc as null.
+
+func historyMeta(es []EpochResult) []any {
+	out := make([]any, len(es))
+	for i, e := range es {
+		var acc any
+		if !math.IsNaN(e.TestAcc) {
+			acc = e.TestAcc
+		}
+		out[i] = map[string]any{"epoch": e.Epoch, "loss": e.Loss, "test_acc": acc, "seconds": e.Seconds}
+	}
+	return out
+}
+
+// historyFromMeta reads what historyMeta wrote. A checkpoint without it
+// (older, or imported) or with an entry of another shape gives nil: the
+// history is a report, never needed to train.
+func historyFromMeta(v any) []EpochResult {
+	list, ok := v.([]any)
+	if !ok {
+		return nil
+	}
+	out := make([]EpochResult, 0, len(list))
+	for _, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil
+		}
+		epoch, err := MetaInt(m, "epoch")
+		loss, okl := m["loss"].(float64)
+		secs, oks := m["seconds"].(float64)
+		if err != nil || !okl || !oks {
+			return nil
+		}
+		acc := math.NaN()
+		if a, ok := m["test_acc"].(float64); ok {
+			acc = a
+		}
+		out = append(out, EpochResult{Epoch: epoch, Loss: loss, TestAcc: acc, Seconds: secs})
+	}
+	return out
+}
