@@ -87,10 +87,10 @@ stage_gemini() {
 
 stage_fmnist() {
 	step "PyTorch peer fp32 and amp, $EPOCHS epochs (background), beside every plugin, then interop"
-	(timeout 450 python3 .dev/torch_peer.py --data .dev/fmnist --epochs "$EPOCHS" >/tmp/w/peer_fp32.log 2>&1) &
-	(timeout 450 python3 .dev/torch_peer.py --data .dev/fmnist --epochs "$EPOCHS" --amp >/tmp/w/peer_amp.log 2>&1) &
+	(timeout 420 python3 .dev/torch_peer.py --data .dev/fmnist --epochs "$EPOCHS" >/tmp/w/peer_fp32.log 2>&1) &
+	(timeout 420 python3 .dev/torch_peer.py --data .dev/fmnist --epochs "$EPOCHS" --amp >/tmp/w/peer_amp.log 2>&1) &
 	stage_long &
-	timeout 330 "$B" run --headless "$(spec fmnist "$EPOCHS" '[grid]' \
+	timeout 300 "$B" run --headless "$(spec fmnist "$EPOCHS" '[grid]' \
 		'plugin = ["torch_ddp", "torch_ddp_fp16", "low_level_zero", "gemini"]')"
 	stage_interop
 	wait
@@ -101,17 +101,21 @@ stage_fmnist() {
 # SIGTERM at the timeout checkpoints it, and `LONG_RESUME=E` continues it
 # from epoch E in a later call on the same (warm) machine.
 stage_long() {
-	local plugins=${LONG_PLUGINS:-'"torch_ddp"'} f
-	f=$(spec long80 80 'interval = 10' 'milestones = [20, 40, 60, 80]' "resume = ${LONG_RESUME:-0}" \
+	local plugins=${LONG_PLUGINS:-'"torch_ddp"'} f from=${LONG_RESUME:-0}
+	if [ "$from" = auto ]; then # the latest checkpoint of the first run
+		from=$(ls /tmp/w/ckpt/long80/*/ 2>/dev/null | sed -n 's/^model_\([0-9]*\)\.pth$/\1/p' | sort -n | tail -1)
+		from=${from:-0}
+	fi
+	f=$(spec long80 80 'interval = 10' 'milestones = [20, 40, 60, 80]' "resume = $from" \
 		'[grid]' "plugin = [$plugins]")
 	sed -i '/^interval = 80$/d' "$f"
-	timeout "${LONG_TIMEOUT:-520}" "$B" run --headless "$f" >/tmp/w/long80.log 2>&1
+	timeout "${LONG_TIMEOUT:-480}" "$B" run --headless "$f" >/tmp/w/long80.log 2>&1
 	tail -n 4 /tmp/w/long80.log
 }
 
 stage_interop() {
 	step "interop with PyTorch"
-	OUT=/tmp/w/interop timeout 200 bash scripts/interop_device.sh
+	OUT=/tmp/w/interop timeout 170 bash scripts/interop_device.sh
 }
 
 for s in "$@"; do
