@@ -11,6 +11,8 @@
 #   fmnist    every plugin 12 epochs beside the PyTorch peer (fp32 and amp,
 #             in the background), then the interop stage
 #   interop   scripts/interop_device.sh (PyTorch loads our exports and back)
+#   resume    2 epochs straight == 1 epoch + resume in a new process + 1
+#   shared2   torch_ddp_fp16 with 2 ranks sharing the GPU, 1 epoch
 #
 # Expects (carried in .dev/): resnetlab (CGO_ENABLED=0 build), torch_peer.py,
 # fmnist/*.gz. Everything printed goes to $OUT/device.log too; result JSON,
@@ -73,6 +75,11 @@ stage_quick() {
 		'plugin = ["torch_ddp", "low_level_zero", "gemini"]' 'gpus = [2]')"
 }
 
+stage_shared2() {
+	step "torch_ddp_fp16, 2 ranks sharing the GPU, 1 epoch"
+	timeout 100 "$B" run --headless "$(spec shared2 1 '[[run]]' 'plugin = "torch_ddp_fp16"' 'gpus = 2')"
+}
+
 stage_gemini() {
 	step "gemini budgets: unlimited, then 1/2 and 1/4 of its peak"
 	timeout 120 "$B" run --headless "$(spec gem_full 1 '[[run]]' 'plugin = "gemini"')"
@@ -111,6 +118,16 @@ stage_long() {
 	sed -i '/^interval = 80$/d' "$f"
 	timeout "${LONG_TIMEOUT:-480}" "$B" run --headless "$f" >/tmp/w/long80.log 2>&1
 	tail -n 4 /tmp/w/long80.log
+}
+
+# Resume on the GPU: 2 epochs straight vs 1 epoch, a new process, resume 1,
+# one more epoch; the model files must be bit-identical.
+stage_resume() {
+	step "resume on the GPU is bit-exact (torch_ddp fp16)"
+	timeout 60 "$B" run --headless "$(spec rs_a 2 '[[run]]' 'plugin = "torch_ddp_fp16"')" | tail -n 1
+	timeout 60 "$B" run --headless "$(spec rs_b 1 '[[run]]' 'plugin = "torch_ddp_fp16"')" | tail -n 1
+	timeout 60 "$B" run --headless "$(spec rs_b 2 'resume = 1' '[[run]]' 'plugin = "torch_ddp_fp16"')" | tail -n 1
+	grep -h model_sha256 /tmp/w/results/rs_a-*.json /tmp/w/results/rs_b-*.json
 }
 
 stage_interop() {
