@@ -13,6 +13,9 @@
 #   interop   scripts/interop_device.sh (PyTorch loads our exports and back)
 #   resume    2 epochs straight == 1 epoch + resume in a new process + 1
 #   shared2   torch_ddp_fp16 with 2 ranks sharing the GPU, 1 epoch
+#   table80   issue 9's 80-epoch table: every plugin and both peers at once,
+#             each resuming from its own checkpoint; call it again on the warm
+#             machine until done (T80_DEADLINE seconds per call)
 #
 # Expects (carried in .dev/): resnetlab (CGO_ENABLED=0 build), torch_peer.py,
 # fmnist/*.gz. Everything printed goes to $OUT/device.log too; result JSON,
@@ -128,6 +131,45 @@ stage_resume() {
 	timeout 60 "$B" run --headless "$(spec rs_b 1 '[[run]]' 'plugin = "torch_ddp_fp16"')" | tail -n 1
 	timeout 60 "$B" run --headless "$(spec rs_b 2 'resume = 1' '[[run]]' 'plugin = "torch_ddp_fp16"')" | tail -n 1
 	grep -h model_sha256 /tmp/w/results/rs_a-*.json /tmp/w/results/rs_b-*.json
+}
+
+# t80_run PLUGIN: one 80-epoch run, from its latest checkpoint (if any).
+t80_run() {
+	local plugin=$1 f from
+	from=$(ls /tmp/w/ckpt/t80_"$plugin"/*/ 2>/dev/null | sed -n 's/^model_\([0-9]*\)\.pth$/\1/p' | sort -n | tail -1)
+	from=${from:-0}
+	[ "$from" = 80 ] && return
+	f=$(spec t80_"$plugin" 80 'interval = 10' 'milestones = [20, 40, 60, 80]' "resume = $from" \
+		'[[run]]' "plugin = \"$plugin\"")
+	sed -i '/^interval = 80$/d' "$f"
+	exec "$B" run --headless "$f" >>/tmp/w/t80_"$plugin".log 2>&1
+}
+
+# Issue 9: four resnetlab processes and both PyTorch peers share the GPU. At
+# the deadline every one gets SIGTERM: resnetlab checkpoints the epoch it is
+# in, the peer (scripts/torch_peer_resume.py) saved its last epoch; the next
+# call continues both.
+stage_table80() {
+	local p pids=() killer
+	step "80-epoch table, every plugin beside the peers (deadline ${T80_DEADLINE:-540} s)"
+	for p in fp32 amp; do
+		grep -q '"summary"' /tmp/w/peer80_$p.log 2>/dev/null && continue
+		python3 scripts/torch_peer_resume.py --data .dev/fmnist --epochs 80 \
+			$([ $p = amp ] && echo --amp) --ckpt /tmp/w/peer80_$p.pt >>/tmp/w/peer80_$p.log 2>&1 &
+		pids+=($!)
+	done
+	for p in torch_ddp torch_ddp_fp16 low_level_zero gemini; do
+		t80_run $p &
+		pids+=($!)
+	done
+	(sleep "${T80_DEADLINE:-540}" && kill -TERM "${pids[@]}" 2>/dev/null) &
+	killer=$!
+	wait "${pids[@]}"
+	kill "$killer" 2>/dev/null
+	for p in /tmp/w/t80_*.log /tmp/w/peer80_*.log; do
+		echo "--- $p"
+		tail -n 2 "$p"
+	done
 }
 
 stage_interop() {
