@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -124,6 +125,14 @@ func ncclCandidates() []string {
 	return append(c, NCCLLibName)
 }
 
+// dlopenLocked keeps dlopen and dlerror on one OS thread (dlerror's text
+// is thread-local; a moved goroutine read an empty one).
+func dlopenLocked(path string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+}
+
 func loadNCCL() (*NCCL, error) {
 	// NCCL reads its environment when it initialises; set it before dlopen.
 	// (purego routes os.Setenv to libc's setenv, so NCCL's getenv sees it.)
@@ -132,7 +141,7 @@ func loadNCCL() (*NCCL, error) {
 	}
 	var tried []string
 	for _, path := range ncclCandidates() {
-		h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		h, err := dlopenLocked(path)
 		if err != nil {
 			tried = append(tried, fmt.Sprintf("%s: %v", path, err))
 			continue

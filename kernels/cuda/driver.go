@@ -6,6 +6,7 @@ package cuda
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -97,7 +98,7 @@ var (
 // loadDriver opens libcuda.so.1, resolves every symbol and runs cuInit.
 func loadDriver() error {
 	loadOnce.Do(func() {
-		lib, err := purego.Dlopen("libcuda.so.1", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		lib, err := dlopen("libcuda.so.1")
 		if err != nil {
 			loadErr = fmt.Errorf("cuda: cannot load libcuda.so.1 (no NVIDIA driver?): %v", err)
 			return
@@ -113,6 +114,15 @@ func loadDriver() error {
 		loadErr = call("cuInit", drv.cuInit, 0)
 	})
 	return loadErr
+}
+
+// dlopen wraps purego.Dlopen on one locked OS thread: dlerror's message is
+// thread-local, and a goroutine moved between the dlopen and the dlerror
+// call reported an empty reason.
+func dlopen(path string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 }
 
 // call invokes a driver function and turns a non-zero CUresult into *Error.
