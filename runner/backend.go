@@ -13,6 +13,7 @@ import (
 type backendPlan struct {
 	kind    string // "cpu" or "cuda"
 	devices []int  // CUDA ordinal per rank
+	workers int    // CPU worker goroutines per rank; 0 = the cores split over this run's ranks
 	notice  string // one line for the log, e.g. why the CPU is used
 }
 
@@ -52,11 +53,41 @@ func cpuPlan(ranks int, notice string) backendPlan {
 	return backendPlan{kind: "cpu", notice: notice}
 }
 
+// place moves the plan onto its share of a machine that runs several runs
+// at once (see planGrid): CUDA ranks start at device pl.firstDevice, so
+// that concurrent runs fill different GPUs before they share one; CPU
+// ranks split the cores with every rank of every concurrent run.
+func (p *backendPlan) place(pl placement, ranks int) {
+	switch p.kind {
+	case "cuda":
+		if pl.devices < 1 {
+			return
+		}
+		for r := range p.devices {
+			p.devices[r] = (pl.firstDevice + r) % pl.devices
+		}
+	case "cpu":
+		if pl.cpuRanks <= ranks { // no other run shares the cores
+			return
+		}
+		p.workers = max(1, runtime.GOMAXPROCS(0)/pl.cpuRanks)
+		if p.notice != "" {
+			p.notice += "; "
+		}
+		p.notice += fmt.Sprintf("concurrent runs: %d CPU ranks in all share %d cores (%d worker(s) per rank)",
+			pl.cpuRanks, runtime.GOMAXPROCS(0), p.workers)
+	}
+}
+
 // open creates rank r's backend. CPU ranks split the cores between them
 // (results do not depend on the worker count).
 func (p backendPlan) open(r, ranks int) (kernels.Backend, error) {
 	if p.kind == "cpu" {
-		return cpu.New(cpu.WithWorkers(max(1, runtime.GOMAXPROCS(0)/ranks))), nil
+		w := p.workers
+		if w < 1 {
+			w = max(1, runtime.GOMAXPROCS(0)/ranks)
+		}
+		return cpu.New(cpu.WithWorkers(w)), nil
 	}
 	return cuda.New(p.devices[r])
 }

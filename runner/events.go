@@ -24,7 +24,8 @@ type RunInfo struct {
 	CheckpointDir string
 }
 
-// RunQueued is sent once per grid cell when the spec is loaded.
+// RunQueued is sent once per grid cell when the spec is loaded, and again
+// when a finished run is re-opened by ResumeFrom (it then waits to start).
 type RunQueued struct{ Info RunInfo }
 
 // RunStarted is sent when a run begins (or resumes) training.
@@ -141,6 +142,12 @@ func (e RunFinished) RunID() string     { return e.Run }
 
 // Command is something a front end asks of a run. Commands take effect at
 // the next step boundary.
+//
+// Wrap a command in To to address one run of the grid: RunSpec delivers it
+// to that run only, whether the runs train one after another or at once.
+// A command sent without To goes to every run that is training (the only
+// one when runs train one after another), or to the next run to start
+// when none is.
 type Command interface{ isCommand() }
 
 type (
@@ -148,7 +155,18 @@ type (
 	Resume        struct{}
 	CheckpointNow struct{}
 	Stop          struct{ Checkpoint bool } // stop the run, checkpointing first if asked
-	ResumeFrom    struct{ Epoch int }       // restart the run from a saved epoch
+	// ResumeFrom restarts the run from the checkpoint of a saved epoch. A
+	// run that has already finished (done, failed, stopped or
+	// interrupted) is re-opened: a new job trains it from that epoch to
+	// the spec's last and replaces its result (RunQueued, RunStarted, ...,
+	// RunFinished again). That needs RunSpec to be still running: see
+	// RunOptions.StayOpen.
+	ResumeFrom struct{ Epoch int }
+	// To addresses Cmd to the run whose RunInfo.ID is Run.
+	To struct {
+		Run string
+		Cmd Command
+	}
 )
 
 func (Pause) isCommand()         {}
@@ -156,6 +174,7 @@ func (Resume) isCommand()        {}
 func (CheckpointNow) isCommand() {}
 func (Stop) isCommand()          {}
 func (ResumeFrom) isCommand()    {}
+func (To) isCommand()            {}
 
 // EpochResult is one epoch's line in results/<run>.json.
 type EpochResult struct {
@@ -187,6 +206,6 @@ type Result struct {
 	PeakDeviceBytes []int64       `json:"peak_device_bytes_per_rank"`
 	PeakHostBytes   []int64       `json:"peak_host_bytes_per_rank"`
 	ModelSHA256     string        `json:"model_sha256"`
-	Status          string        `json:"status"` // "done", "failed", "stopped"
+	Status          string        `json:"status"` // "done", "failed", "stopped", "interrupted"
 	Error           string        `json:"error,omitempty"`
 }

@@ -11,6 +11,11 @@ type RunOptions struct {
 	Device     string // "auto", "cpu" or "cuda" instead of the spec's device; "" keeps it
 	ResultsDir string // instead of the spec's results_dir; "" keeps it
 	Headless   bool   // no TUI is attached (events go to the headless printer)
+	// StayOpen keeps RunSpec serving commands after the last run has
+	// finished, so that a front end can re-open a finished run with
+	// ResumeFrom; RunSpec then returns when cmds is closed or ctx is done.
+	// Without it RunSpec returns as soon as every run has finished.
+	StayOpen bool
 }
 
 // Apply returns a copy of s with the options' overrides applied and

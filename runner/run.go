@@ -5,53 +5,41 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"resnetlab/data"
 	"resnetlab/kernels"
 	"resnetlab/model"
 )
 
-// RunSpec runs every cell of spec, publishing events and obeying cmds. It
-// returns when every run has finished; it does not close events (the caller
-// does, after RunSpec returns). It writes each run's result with
-// WriteResult. The error is non-nil when a run failed (including a missed
-// target_acc) or the spec could not start.
+// RunSpec runs every cell of spec, publishing events and obeying cmds. The
+// runs train one after another, or at once when the spec sets concurrent =
+// true and the devices allow it (see planGrid). Commands wrapped in To go
+// to their run (see Command). It returns when every run has finished (with
+// opts.StayOpen, when cmds is then closed or ctx is done); it does not
+// close events (the caller does, after RunSpec returns). It writes each
+// run's result with WriteResult. A run that fails does not stop the
+// others. The error is non-nil when a run failed (including a missed
+// target_acc, or Ctrl-C: then it matches context.Canceled) or the spec
+// could not start.
 func RunSpec(ctx context.Context, spec *Spec, opts RunOptions, events chan<- Event, cmds <-chan Command) error {
 	s, cells, rejected, err := opts.Apply(spec)
 	if err != nil {
 		return err
 	}
-	send := func(e Event) {
-		if events != nil {
-			events <- e
-		}
-	}
+	g := &gridRun{spec: s, opts: opts, cells: cells, events: events}
 	for _, r := range rejected {
-		send(Log{Level: "warn", Text: r.String()})
+		g.emit(Log{Level: "warn", Text: r.String()})
 	}
-	if s.Concurrent && len(cells) > 1 {
-		send(Log{Level: "warn", Text: "concurrent = true: runs still execute one after another in this version"})
+	g.plan = planGrid(s, cells)
+	if g.plan.notice != "" {
+		g.emit(Log{Time: time.Now(), Level: g.plan.level, Text: g.plan.notice})
 	}
-	train, test, err := loadData(s)
-	if err != nil {
+	if g.train, g.test, err = loadData(s); err != nil {
 		return err
 	}
-	infos := make([]RunInfo, len(cells))
-	for i, c := range cells {
-		infos[i] = runInfo(s, c, train)
-		send(RunQueued{Info: infos[i]})
-	}
-	var errs []error
-	for i, c := range cells {
-		if ctx.Err() != nil {
-			errs = append(errs, fmt.Errorf("%s: not started: %w", c.ID, context.Cause(ctx)))
-			continue
-		}
-		if err := runCell(ctx, s, c, infos[i], train, test, events, cmds); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", c.ID, err))
-		}
-	}
-	return errors.Join(errs...)
+	g.init()
+	return g.loop(ctx, cmds)
 }
 
 // loadData reads the spec's data set.
@@ -66,14 +54,16 @@ func runInfo(s *Spec, c Cell, train *data.Dataset) RunInfo {
 		StepsPerEpoch: train.N / c.GPUs / s.BatchSize}
 }
 
-// runCell trains one cell and writes its result.
+// runCell trains one cell (from the checkpoint of epoch resume when > 0)
+// and writes its result. A panic of the run's driver fails this run only.
 func runCell(ctx context.Context, s *Spec, c Cell, info RunInfo, train, test *data.Dataset,
-	events chan<- Event, cmds <-chan Command) error {
-	j := &job{spec: s, cell: c, info: info, events: events, cmds: cmds, train: train, test: test}
+	events chan<- Event, cmds <-chan Command, resume int, pl placement) error {
+	j := &job{spec: s, cell: c, info: info, events: events, cmds: cmds, train: train, test: test,
+		startEpoch: resume, place: pl}
 	j.result = &Result{Run: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision,
 		WorldSize: c.GPUs, Dataset: s.Dataset, Width: s.Width, BatchSize: s.BatchSize, Epochs: s.Epochs,
 		PeakDeviceBytes: make([]int64, c.GPUs), PeakHostBytes: make([]int64, c.GPUs)}
-	err := j.run(ctx)
+	err := safely(func() error { return j.run(ctx) })
 	ferr := j.finish(err)
 	if werr := WriteResult(s.ResultsDir, j.result); werr != nil {
 		ferr = errors.Join(ferr, werr)
@@ -95,6 +85,7 @@ func (j *job) run(ctx context.Context) error {
 	if j.plan, err = planBackends(j.spec.Device, j.cell.GPUs, j.spec.ShareDevices); err != nil {
 		return err
 	}
+	j.plan.place(j.place, j.cell.GPUs)
 	if j.plan.notice != "" {
 		j.logf("warn", "%s", j.plan.notice)
 	}
@@ -108,12 +99,12 @@ func (j *job) run(ctx context.Context) error {
 		j.info.Devices = append(j.info.Devices, rs.be.Device())
 	}
 	j.result.Backend, j.result.Devices = j.info.Backend, j.info.Devices
-	if j.spec.Resume > 0 {
-		if err := j.resume(j.spec.Resume); err != nil {
+	if j.startEpoch > 0 {
+		if err := j.resume(j.startEpoch); err != nil {
 			return err
 		}
 	}
-	j.emit(RunStarted{Info: j.info, StartEpoch: j.spec.Resume})
+	j.emit(RunStarted{Info: j.info, StartEpoch: j.startEpoch})
 	if err := j.loop(ctx); err != nil {
 		return err
 	}

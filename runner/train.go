@@ -37,6 +37,8 @@ type job struct {
 	result      *Result
 	trainImages int
 	memAt       time.Time // last MemoryUsage event
+	startEpoch  int       // resume from this epoch's checkpoint before training (0 = fresh)
+	place       placement // its share of the machine while runs train at once
 }
 
 // rankState is what one rank owns.
@@ -251,8 +253,22 @@ func (j *job) resume(e int) error {
 	if h := trimEpochs(lc.history, j.epoch); len(h) > len(j.result.EpochResults) {
 		j.result.EpochResults = h
 	}
+	j.accuracyFromHistory()
 	j.logf("info", "resumed from %s epoch %d (continuing at epoch %d step %d)", j.cell.CheckpointDir, e, j.epoch+1, j.step+1)
 	return nil
+}
+
+// accuracyFromHistory sets the final and best accuracy from the epochs the
+// run has (after a resume, some come from the checkpoint), so that the best
+// epoch before the checkpoint still counts; later evaluations update them.
+func (j *job) accuracyFromHistory() {
+	r := j.result
+	r.FinalTestAcc, r.BestTestAcc = 0, 0
+	for _, e := range r.EpochResults {
+		if finite(float32(e.TestAcc)) {
+			r.FinalTestAcc, r.BestTestAcc = e.TestAcc, max(r.BestTestAcc, e.TestAcc)
+		}
+	}
 }
 
 func trimEpochs(es []EpochResult, upTo int) []EpochResult {

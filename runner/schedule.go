@@ -1,0 +1,213 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"resnetlab/data"
+)
+
+// gridRun schedules the runs of one RunSpec call. One goroutine (loop)
+// owns all of its state: it starts runs as slots free up, routes every
+// command to its run's inbox, re-opens finished runs on ResumeFrom and
+// collects the outcomes. Each run trains in its own goroutine and reads
+// only its own inbox, so a command addressed to one run never reaches
+// another, however many train at once.
+type gridRun struct {
+	spec        *Spec
+	opts        RunOptions
+	cells       []Cell
+	events      chan<- Event
+	plan        gridPlan
+	train, test *data.Dataset
+
+	infos   []RunInfo
+	index   map[string]int // run id -> cell
+	inbox   []chan Command // per cell; buffered, read by the run's job
+	state   []cellState
+	resume  []int   // per cell: epoch its next job resumes from
+	errs    []error // per cell: the outcome of its last job
+	queue   []int   // cells waiting for a slot, in start order
+	running int
+	done    chan cellDone
+}
+
+type cellState int
+
+const (
+	cellQueued cellState = iota
+	cellTraining
+	cellEnded
+)
+
+type cellDone struct {
+	cell int
+	err  error
+}
+
+// inboxSize is how many commands may wait for a run's next step boundary.
+const inboxSize = 64
+
+func (g *gridRun) init() {
+	n := len(g.cells)
+	g.infos, g.inbox = make([]RunInfo, n), make([]chan Command, n)
+	g.state, g.errs, g.resume = make([]cellState, n), make([]error, n), make([]int, n)
+	g.index = make(map[string]int, n)
+	g.done = make(chan cellDone, n) // one job per cell at a time: sends never block
+	for i, c := range g.cells {
+		g.index[c.ID] = i
+		g.inbox[i] = make(chan Command, inboxSize)
+		g.resume[i] = g.spec.Resume
+		g.infos[i] = runInfo(g.spec, c, g.train)
+		g.queue = append(g.queue, i)
+		g.emit(RunQueued{Info: g.infos[i]})
+	}
+}
+
+func (g *gridRun) emit(e Event) {
+	if g.events != nil {
+		g.events <- e
+	}
+}
+
+func (g *gridRun) logf(run, level, format string, args ...any) {
+	g.emit(Log{Run: run, Time: time.Now(), Level: level, Text: fmt.Sprintf(format, args...)})
+}
+
+// loop runs the grid to its end and returns the runs' errors, in grid order.
+func (g *gridRun) loop(ctx context.Context, cmds <-chan Command) error {
+	ctxDone := ctx.Done()
+	for {
+		if ctx.Err() == nil {
+			g.startQueued(ctx)
+		}
+		if g.running == 0 && g.over(ctx, cmds) {
+			break
+		}
+		select {
+		case d := <-g.done:
+			g.running--
+			g.state[d.cell], g.errs[d.cell] = cellEnded, d.err
+		case c, ok := <-cmds:
+			if !ok {
+				cmds = nil // a nil channel never receives: the select waits for the runs
+				continue
+			}
+			g.route(ctx, c)
+		case <-ctxDone:
+			ctxDone = nil // the runs see it too and end interrupted; wait for them
+		}
+	}
+	var errs []error
+	for i, c := range g.cells {
+		if g.state[i] == cellQueued {
+			g.errs[i] = fmt.Errorf("not started: %w", context.Cause(ctx))
+		}
+		if g.errs[i] != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.ID, g.errs[i]))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// over reports, when no run trains, whether the grid is over: nothing is
+// left to start (or Ctrl-C came) and no front end may re-open a run.
+func (g *gridRun) over(ctx context.Context, cmds <-chan Command) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	return len(g.queue) == 0 && (!g.opts.StayOpen || cmds == nil)
+}
+
+// startQueued starts queued runs while the plan has free slots.
+func (g *gridRun) startQueued(ctx context.Context) {
+	for g.running < g.plan.slots && len(g.queue) > 0 {
+		i := g.queue[0]
+		g.queue = g.queue[1:]
+		g.state[i] = cellTraining
+		g.running++
+		go func(i, resume int) {
+			err := runCell(ctx, g.spec, g.cells[i], g.infos[i], g.train, g.test, g.events, g.inbox[i],
+				resume, g.plan.places[i])
+			g.done <- cellDone{i, err}
+		}(i, g.resume[i])
+	}
+}
+
+// route delivers a command: a To to its run, anything else to every
+// training run (or to the next run to start when none trains).
+func (g *gridRun) route(ctx context.Context, c Command) {
+	t, ok := c.(To)
+	if !ok {
+		n := 0
+		for i, st := range g.state {
+			if st == cellTraining {
+				g.deliver(i, c)
+				n++
+			}
+		}
+		if n == 0 && len(g.queue) > 0 {
+			g.deliver(g.queue[0], c)
+		}
+		return
+	}
+	i, ok := g.index[t.Run]
+	switch {
+	case !ok:
+		g.logf("", "warn", "command %T for run %q ignored: the spec has no such run", t.Cmd, t.Run)
+	case g.state[i] != cellEnded:
+		g.deliver(i, t.Cmd)
+	default:
+		if rf, ok := t.Cmd.(ResumeFrom); ok {
+			g.reopen(ctx, i, rf.Epoch)
+			return
+		}
+		g.logf(t.Run, "warn", "%s has finished: command %T ignored", t.Run, t.Cmd)
+	}
+}
+
+// deliver queues c for run i's next step boundary without blocking the
+// scheduler: a run that does not read its inbox must not stall the others.
+func (g *gridRun) deliver(i int, c Command) {
+	select {
+	case g.inbox[i] <- c:
+	default:
+		g.logf(g.cells[i].ID, "warn", "%d commands already wait for %s: command %T dropped", inboxSize, g.cells[i].ID, c)
+	}
+}
+
+// reopen queues a new job for finished run i that resumes from the
+// checkpoint of epoch e and trains to the spec's end, replacing the run's
+// result. A checkpoint that is not there is refused here, so that a wrong
+// choice cannot overwrite the run's result with a failure.
+func (g *gridRun) reopen(ctx context.Context, i, e int) {
+	id, dir := g.cells[i].ID, g.cells[i].CheckpointDir
+	if ctx.Err() != nil {
+		g.logf(id, "warn", "%s not re-opened: the grid is being interrupted", id)
+		return
+	}
+	if e < 1 || e > g.spec.Epochs {
+		g.logf(id, "error", "%s not re-opened: epoch %d is outside 1..%d", id, e, g.spec.Epochs)
+		return
+	}
+	if path, _, _ := CheckpointPaths(dir, e); noCheckpoints(dir) || !fileExists(path) {
+		g.logf(id, "error", "%s not re-opened: no checkpoint of epoch %d in %q", id, e, dir)
+		return
+	}
+	for len(g.inbox[i]) > 0 { // commands sent to the old job, which has ended
+		<-g.inbox[i]
+	}
+	g.state[i], g.resume[i] = cellQueued, e
+	g.queue = append([]int{i}, g.queue...) // asked for now: next to start
+	g.emit(RunQueued{Info: g.infos[i]})
+	g.logf(id, "info", "re-opening %s from the checkpoint of epoch %d: it trains to epoch %d and its result is replaced",
+		id, e, g.spec.Epochs)
+}
+
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
