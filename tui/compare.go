@@ -121,7 +121,11 @@ func compareView(runs []*run, sel, w, h int, st styles) []string {
 	for _, row := range compareRows {
 		s := st.dim.Render(padRight(row.label, lw))
 		for _, r := range runs[lo:hi] {
-			s += cell(" "+row.value(r), cw)
+			v := row.value(r)
+			if row.label == "status" { // coloured as in the header: DONE, FAILED, INTERRUPTED, …
+				v = statusBadge(r.status, st)
+			}
+			s += cell(" "+v, cw)
 		}
 		lines = append(lines, s)
 	}

@@ -53,9 +53,10 @@ func (d quitDialog) View(w int, st styles) string {
 
 // resumePicker lists a run's saved checkpoints, newest first.
 type resumePicker struct {
-	run    string
-	epochs []int
-	cursor int
+	run      string
+	epochs   []int
+	cursor   int
+	finished status // the run's status when it has finished (it is re-opened), else 0
 }
 
 // pickerRows is how many checkpoints the picker shows at once.
@@ -82,6 +83,10 @@ func (p *resumePicker) chosen() int { return p.epochs[p.cursor] }
 
 func (p *resumePicker) View(w int, st styles) string {
 	lines := []string{st.bold.Render("Resume " + p.run + " from checkpoint")}
+	if p.finished != 0 {
+		lines = append(lines, fmt.Sprintf("%s is %s: it trains again from the", p.run, strings.ToLower(p.finished.String())),
+			"chosen epoch to the end; its result is replaced")
+	}
 	if len(p.epochs) == 0 {
 		lines = append(lines, "", "no checkpoints saved for this run", "", st.key.Render("esc")+" close")
 		return box(lines, w, st)

@@ -15,6 +15,9 @@ import (
 
 // fakeRunner plays a grid of runs the way the real runner does (sequential
 // runs, events at step boundaries) and honours the commands the TUI sends.
+// Like runner.RunSpec with StayOpen, it re-opens a finished run on
+// ResumeFrom once the grid is over (RunQueued, then the run again from
+// that epoch).
 // Every value it emits is a function of (run, epoch, step), so a script of
 // events is reproducible; only its pacing depends on the clock.
 type fakeRunner struct {
@@ -23,21 +26,31 @@ type fakeRunner struct {
 	runs  []runner.RunInfo
 	delay time.Duration // pause after each step
 	halt  haltAt        // stop emitting here (golden screens), zero = never
-	every int           // checkpoint interval in epochs, 0 = never
-	out   chan runner.Event
-	quit  chan struct{}
+	// reopenHalt is halt for a run re-opened by ResumeFrom.
+	reopenHalt haltAt
+	replaying  bool // a re-opened run plays (used by the play goroutine only)
+	reopen     chan reopenReq
+	every      int // checkpoint interval in epochs, 0 = never
+	out        chan runner.Event
+	quit       chan struct{}
 
 	mu      sync.Mutex
 	sent    []sentCmd
 	cmds    map[string]chan runner.Command
 	emitted int
 	halted  bool
-	clock   time.Time // fixed log clock: one second per log line
+	ended   map[string]bool // runs that sent RunFinished
+	clock   time.Time       // fixed log clock: one second per log line
 }
 
 type sentCmd struct {
 	run string
 	cmd runner.Command
+}
+
+type reopenReq struct {
+	run   runner.RunInfo
+	epoch int
 }
 
 // haltAt names the step after which the fake stops emitting and waits.
@@ -77,6 +90,7 @@ func testGrid() []runner.RunInfo {
 func newFakeRunner(t testing.TB, delay time.Duration) *fakeRunner {
 	f := &fakeRunner{t: t, root: t.TempDir(), runs: testGrid(), delay: delay, every: 2,
 		out: make(chan runner.Event), quit: make(chan struct{}), cmds: map[string]chan runner.Command{},
+		reopen: make(chan reopenReq, 8), ended: map[string]bool{},
 		clock: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
 	for _, r := range f.runs {
 		f.cmds[r.ID] = make(chan runner.Command, 64)
@@ -95,7 +109,16 @@ func (f *fakeRunner) Send(run string, c runner.Command) {
 	f.mu.Lock()
 	f.sent = append(f.sent, sentCmd{run, c})
 	ch := f.cmds[run]
+	ended := f.ended[run]
 	f.mu.Unlock()
+	if rf, ok := c.(runner.ResumeFrom); ok && ended {
+		for _, info := range f.runs {
+			if info.ID == run {
+				f.reopen <- reopenReq{info, rf.Epoch}
+			}
+		}
+		return
+	}
 	select {
 	case ch <- c:
 	default:
@@ -139,8 +162,22 @@ func (f *fakeRunner) play() {
 		}
 	}
 	for _, info := range f.runs {
-		if f.playRun(info) != nil {
+		if f.playRun(info, 0) != nil {
 			return // stopped: the grid ends here
+		}
+	}
+	for {
+		select {
+		case rq := <-f.reopen:
+			f.mu.Lock()
+			f.ended[rq.run.ID] = false
+			f.mu.Unlock()
+			f.replaying = true
+			if f.emit(runner.RunQueued{Info: rq.run}) != nil || f.playRun(rq.run, rq.epoch) != nil {
+				return
+			}
+		case <-f.quit:
+			return
 		}
 	}
 }
@@ -166,8 +203,7 @@ func (f *fakeRunner) log(run, level, text string) error {
 	return f.emit(runner.Log{Run: run, Time: ts, Level: level, Text: text})
 }
 
-func (f *fakeRunner) playRun(info runner.RunInfo) error {
-	start := 0
+func (f *fakeRunner) playRun(info runner.RunInfo, start int) error {
 	for {
 		err := f.epochs(info, start)
 		if r, ok := err.(restartErr); ok {
@@ -224,7 +260,11 @@ func (f *fakeRunner) step(info runner.RunInfo, ep, s int) error {
 			return err
 		}
 	}
-	if h := f.halt; h.run == info.ID && h.epoch == ep && h.step == s {
+	h := f.halt
+	if f.replaying {
+		h = f.reopenHalt
+	}
+	if h.run == info.ID && h.epoch == ep && h.step == s {
 		f.mu.Lock()
 		f.halted = true
 		f.mu.Unlock()
@@ -368,6 +408,9 @@ func (f *fakeRunner) finish(info runner.RunInfo, status string, err error) error
 	if status == "done" {
 		res.FinalTestAcc, res.BestTestAcc = fakeAcc(info.Epochs), fakeAcc(info.Epochs)
 	}
+	f.mu.Lock()
+	f.ended[info.ID] = true // before the UI can see it: a ResumeFrom from now on re-opens it
+	f.mu.Unlock()
 	if e := f.emit(runner.RunFinished{Run: info.ID, Result: res}); e != nil {
 		return e
 	}

@@ -34,6 +34,8 @@ func statusBadge(s status, st styles) string {
 		return st.warn.Render(txt)
 	case stFailed:
 		return st.bad.Render(txt)
+	case stInterrupted:
+		return st.intr.Render(txt)
 	}
 	return st.dim.Render(txt)
 }

@@ -57,6 +57,10 @@ func TestEveryLineFits(t *testing.T) {
 			m.overlay, m.picker = pickerOverlay, resumePicker{run: "x", epochs: []int{9, 8, 7, 6, 5, 4, 3, 2, 1}}
 			return m
 		},
+		"picker of a finished run": func(m Model) Model {
+			m.overlay, m.picker = pickerOverlay, resumePicker{run: "x", epochs: []int{4, 2}, finished: stInterrupted}
+			return m
+		},
 	}
 	for name, view := range views {
 		for _, plain := range []bool{true, false} {

@@ -57,6 +57,8 @@ func milestone(ev runner.Event) string {
 		return "resumed"
 	case runner.RunFinished:
 		switch {
+		case e.Result != nil && e.Result.Status == "interrupted" && e.Err != nil:
+			return e.Err.Error() // "interrupted: <why>", not a failure
 		case e.Err != nil:
 			return fmt.Sprintf("failed: %v", e.Err)
 		case e.Result != nil && e.Result.Status != "":

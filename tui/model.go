@@ -22,6 +22,7 @@ import (
 // Options connects the TUI to a runner.
 type Options struct {
 	Title       string           // spec name + path
+	SpecFile    string           // the spec's path, for the resume hint once the runner has exited
 	Runs        []runner.RunInfo // every cell of the grid, in order
 	Events      <-chan runner.Event
 	Send        func(run string, c runner.Command) // deliver a command; must not block for long
@@ -57,7 +58,7 @@ type Model struct {
 	runs     []*run
 	byID     map[string]int
 	sel      int
-	follow   bool // the selection jumps to each run that starts until tab is used
+	follow   bool // until tab is used, the selection leaves a run that ends for one that trains
 	compare  bool
 	overlay  overlayKind
 	quitDlg  quitDialog
@@ -138,6 +139,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case checkpointsMsg:
 		m.picker = resumePicker{run: msg.run, epochs: msg.epochs}
+		if i, ok := m.byID[msg.run]; ok && m.runs[i].status.finished() {
+			m.picker.finished = m.runs[i].status
+		}
 		m.overlay = pickerOverlay
 	case tea.KeyPressMsg:
 		return m.onKey(msg)

@@ -18,9 +18,10 @@ const (
 	stDone
 	stFailed
 	stStopped
+	stInterrupted // Ctrl-C or SIGTERM: not the run's fault, and resumable
 )
 
-var statusNames = [...]string{"QUEUED", "RUNNING", "PAUSING…", "PAUSED", "RESUMING…", "DONE", "FAILED", "STOPPED"}
+var statusNames = [...]string{"QUEUED", "RUNNING", "PAUSING…", "PAUSED", "RESUMING…", "DONE", "FAILED", "STOPPED", "INTERRUPTED"}
 
 func (s status) String() string { return statusNames[s] }
 
@@ -65,7 +66,13 @@ func (r *run) setInfo(info runner.RunInfo) {
 func (r *run) Update(ev runner.Event) {
 	switch e := ev.(type) {
 	case runner.RunQueued:
+		if e.Info.Backend == "" { // a re-opened run keeps where it trained until it starts again
+			e.Info.Backend, e.Info.Devices = r.info.Backend, r.info.Devices
+		}
 		r.setInfo(e.Info)
+		if r.status.finished() { // re-opened by ResumeFrom: it waits to train again
+			r.status, r.result, r.err = stQueued, nil, nil
+		}
 	case runner.RunStarted:
 		r.setInfo(e.Info)
 		r.status, r.result, r.err = stRunning, nil, nil
@@ -95,6 +102,8 @@ func (r *run) finish(e runner.RunFinished) {
 	switch {
 	case e.Result != nil && e.Result.Status == "stopped":
 		r.status = stStopped
+	case e.Result != nil && e.Result.Status == "interrupted":
+		r.status = stInterrupted
 	case e.Err != nil || (e.Result != nil && e.Result.Status == "failed"):
 		r.status = stFailed
 	default:

@@ -32,6 +32,7 @@ type styles struct {
 	plain                 bool
 	title, dim, bold, key lipgloss.Style
 	ok, warn, bad, sel    lipgloss.Style
+	intr                  lipgloss.Style // INTERRUPTED: neither failed nor done
 	cat                   [6]lipgloss.Style
 	state                 [numStates]lipgloss.Style
 	box                   lipgloss.Style
@@ -48,7 +49,7 @@ func newStyles(plain bool) styles {
 	if plain {
 		none := lipgloss.NewStyle()
 		s.title, s.dim, s.bold, s.key = none, none, none, none
-		s.ok, s.warn, s.bad = none, none, none
+		s.ok, s.warn, s.bad, s.intr = none, none, none, none
 		s.box = border
 		s.sel = lipgloss.NewStyle().Reverse(true)
 		for i := range s.cat {
@@ -67,6 +68,7 @@ func newStyles(plain bool) styles {
 	s.ok = fg("#87d787").Bold(true)
 	s.warn = fg("#ffd75f").Bold(true)
 	s.bad = fg("#ff5f5f").Bold(true)
+	s.intr = fg("#ff8700").Bold(true).Italic(true)
 	s.sel = lipgloss.NewStyle().Reverse(true)
 	s.box = border.BorderForeground(lipgloss.Color("#87afd7"))
 	for i, c := range catColors {

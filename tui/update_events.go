@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -18,7 +19,9 @@ func (m Model) onEvent(ev runner.Event) (tea.Model, tea.Cmd) {
 	r.Update(ev)
 	switch e := ev.(type) {
 	case runner.RunStarted:
-		if m.follow || !m.runs[m.sel].status.active() {
+		// Show the run that starts unless the one shown is training:
+		// with concurrent runs the screen stays on the first to start.
+		if !m.runs[m.sel].status.active() {
 			m.sel = m.byID[e.Info.ID]
 		}
 		if e.StartEpoch > 0 {
@@ -32,6 +35,11 @@ func (m Model) onEvent(ev runner.Event) (tea.Model, tea.Cmd) {
 		m.notice = notice{text: savedText(e), ok: true}
 	case runner.RunFinished:
 		m.notice = notice{text: finishedText(r)}
+		if m.follow && m.runs[m.sel] == r { // concurrent runs: go on showing one that trains
+			if i := slices.IndexFunc(m.runs, func(o *run) bool { return o.status.active() }); i >= 0 {
+				m.sel = i
+			}
+		}
 		if m.stopping[e.Run] {
 			delete(m.stopping, e.Run)
 			if len(m.stopping) == 0 {
@@ -67,6 +75,14 @@ func savedText(e runner.CheckpointSaved) string {
 	return fmt.Sprintf("checkpoint saved: %s epoch %d → %s (%s)", e.Run, e.Epoch, e.Dir, strings.Join(names, ", "))
 }
 
+// resumeWith tells how to go on with an interrupted run.
+func resumeWith(r *run) string {
+	if r.lastCkpt == nil {
+		return ""
+	}
+	return fmt.Sprintf(" · checkpoint of epoch %d saved · r resumes from it", r.lastCkpt.Epoch)
+}
+
 func finishedText(r *run) string {
 	switch r.status {
 	case stFailed:
@@ -76,6 +92,8 @@ func finishedText(r *run) string {
 		return r.info.ID + " failed"
 	case stStopped:
 		return r.info.ID + " stopped"
+	case stInterrupted:
+		return r.info.ID + " interrupted" + resumeWith(r)
 	}
 	return fmt.Sprintf("%s done · final acc %s", r.info.ID, finalAcc(r))
 }

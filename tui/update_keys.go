@@ -122,14 +122,36 @@ func (m Model) onQuitKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 func (m Model) onPickerKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	switch m.picker.Update(msg, m.keys) {
 	case dialogYes:
-		e := m.picker.chosen()
-		m.send(m.picker.run, runner.ResumeFrom{Epoch: e})
-		m.notice = note("resume of %s from epoch %d requested", m.picker.run, e)
 		m.overlay = noOverlay
+		m.resumeFrom(m.picker.run, m.picker.chosen())
 	case dialogCancel:
 		m.overlay = noOverlay
 	}
 	return m, nil
+}
+
+// resumeFrom sends ResumeFrom. A finished run is re-opened by the runner
+// (it trains again from epoch e to the end and its result is replaced);
+// once the runner has exited nothing can re-open it, so the notice says
+// how to resume from the command line instead.
+func (m *Model) resumeFrom(id string, e int) {
+	r := m.runs[m.byID[id]]
+	switch {
+	case r.status.finished() && m.closed:
+		spec := m.opts.SpecFile
+		if spec == "" {
+			spec = "SPEC"
+		}
+		m.notice = note("%s has finished and the runner has exited · to train from epoch %d again: "+
+			"resnetlab run --resume %d %s (resumes every run of the spec)", id, e, e, spec)
+	case r.status.finished():
+		m.send(id, runner.ResumeFrom{Epoch: e})
+		m.notice = note("re-opening %s from epoch %d: it trains to epoch %d again and its result is replaced",
+			id, e, r.info.Epochs)
+	default:
+		m.send(id, runner.ResumeFrom{Epoch: e})
+		m.notice = note("resume of %s from epoch %d requested", id, e)
+	}
 }
 
 // stopAndQuit sends Stop to every training run and quits once they have all

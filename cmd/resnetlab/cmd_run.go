@@ -65,6 +65,9 @@ func (c *cli) execute(ctx context.Context, spec *runner.Spec, cells []runner.Cel
 	events := make(chan runner.Event, 1024)
 	cmds := make(chan runner.Command, 16)
 	runErr := make(chan error, 1)
+	// With the UI, RunSpec stays open after the last run so that r can
+	// re-open a finished run; it returns when the UI has quit (cancel).
+	opts.StayOpen = !opts.Headless
 	go func() {
 		runErr <- c.runSpec(ctx, spec, opts, events, cmds)
 		close(events) // RunSpec never closes it: its sender is done now

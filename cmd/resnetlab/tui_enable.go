@@ -16,9 +16,10 @@ func runTUI(ctx context.Context, spec *runner.Spec, cells []runner.Cell,
 	return tui.Run(ctx, tuiOptions(spec, cells, events, cmds))
 }
 
-// tuiOptions connects the UI to a run of spec. RunSpec runs the cells one
-// after another and applies each command to the run in progress, so Send
-// forwards commands whatever run the UI addressed them to.
+// tuiOptions connects the UI to a run of spec. Send addresses every
+// command to its run (runner.To), so it reaches that run only, even when
+// several train at once, and a finished run can be re-opened (RunSpec
+// stays open while the UI runs: see execute).
 func tuiOptions(spec *runner.Spec, cells []runner.Cell, events <-chan runner.Event,
 	cmds chan<- runner.Command) tui.Options {
 	dirs := map[string]string{}
@@ -29,12 +30,13 @@ func tuiOptions(spec *runner.Spec, cells []runner.Cell, events <-chan runner.Eve
 			Ranks: c.GPUs, Dataset: spec.Dataset, Epochs: spec.Epochs, CheckpointDir: c.CheckpointDir}
 	}
 	return tui.Options{
-		Title:  spec.Name + " · " + spec.File,
-		Runs:   infos,
-		Events: events,
+		Title:    spec.Name + " · " + spec.File,
+		SpecFile: spec.File,
+		Runs:     infos,
+		Events:   events,
 		Send: func(run string, c runner.Command) {
 			select { // never block the UI; the buffer only fills once no run reads it
-			case cmds <- c:
+			case cmds <- runner.To{Run: run, Cmd: c}:
 			default:
 			}
 		},

@@ -31,7 +31,7 @@ func TestTUIOptions(t *testing.T) {
 	}
 	o.Send("gemini-fp16-1", runner.Pause{})
 	o.Send("gemini-fp16-1", runner.Resume{}) // buffer full: dropped, not blocking
-	if c := <-cmds; c != (runner.Pause{}) {
+	if c := <-cmds; c != (runner.To{Run: "gemini-fp16-1", Cmd: runner.Pause{}}) {
 		t.Fatalf("got %#v", c)
 	}
 	if startTUI == nil {

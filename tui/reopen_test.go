@@ -1,0 +1,130 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"resnetlab/runner"
+)
+
+// r on a run that has finished opens the picker, which says the run will
+// train again; enter sends ResumeFrom and the runner re-opens the run: it
+// is queued, trains from the chosen epoch (RUNNING, the log says from
+// where) and the grid is over again once it ends.
+func TestResumeFinishedRunReopensIt(t *testing.T) {
+	f := newFakeRunner(t, 0)
+	const id = "low_level_zero-fp16-2" // the last run: shown when the grid is over
+	f.reopenHalt = haltAt{run: id, epoch: 3, step: 10}
+	f.start()
+	tm, rec := startTUI(t, f.options(), 100, 30)
+	waitScreen(t, rec, "all finished", contains("all runs finished"))
+	waitScreen(t, rec, id+" DONE", contains(id+" DONE"))
+	sendKey(tm, "r")
+	s := waitScreen(t, rec, "picker", contains("Resume "+id+" from checkpoint"))
+	if !strings.Contains(s, "is done: it trains again from the") || !strings.Contains(s, "▸ epoch 4") {
+		t.Fatalf("the picker should say the finished run trains again, newest epoch first:\n%s", s)
+	}
+	sendKey(tm, "down")
+	waitScreen(t, rec, "cursor on epoch 2", contains("▸ epoch 2"))
+	sendKey(tm, "enter")
+	waitHalted(t, f, rec)
+	s, _ = rec.get()
+	for _, want := range []string{id + " RUNNING", "epoch 3/4", "started from the epoch 2 checkpoint"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("re-opened run: screen lacks %q:\n%s", want, s)
+		}
+	}
+	if !hasCmd(f.commands(), id, runner.ResumeFrom{Epoch: 2}) {
+		t.Fatalf("ResumeFrom{2} not sent to %s: %v", id, f.commands())
+	}
+	if strings.Contains(s, "all runs finished") {
+		t.Errorf("a run trains again, yet the screen says all finished:\n%s", s)
+	}
+}
+
+// Once the runner has exited (closed event stream), nothing can re-open a
+// finished run: enter in the picker sends nothing and the notice says how
+// to resume from the command line.
+func TestResumeFinishedRunAfterRunnerExited(t *testing.T) {
+	var sent []sentCmd
+	m := New(Options{Runs: testGrid()[:1], SpecFile: "experiments/zero.toml",
+		Send: func(run string, c runner.Command) { sent = append(sent, sentCmd{run, c}) }})
+	id := m.runs[0].info.ID
+	m = step(m, eventMsg{runner.RunStarted{Info: m.runs[0].info}})
+	m = step(m, eventMsg{runner.RunFinished{Run: id, Result: &runner.Result{Status: "done"}}})
+	m = step(m, eventsClosedMsg{})
+	m = step(m, checkpointsMsg{run: id, epochs: []int{4, 2}})
+	m = step(m, keyMsg("enter"))
+	if len(sent) != 0 {
+		t.Fatalf("sent %v to an exited runner", sent)
+	}
+	want := "resnetlab run --resume 4 experiments/zero.toml"
+	if !strings.Contains(m.notice.text, id+" has finished and the runner has exited") || !strings.Contains(m.notice.text, want) {
+		t.Fatalf("notice %q, want the command %q", m.notice.text, want)
+	}
+}
+
+// A run interrupted by Ctrl-C is INTERRUPTED (not FAILED) in the header,
+// the comparison (its row and the summary) and the log, with its own
+// colour.
+func TestInterruptedRunIsNotFailed(t *testing.T) {
+	grid := testGrid()[:2]
+	m := New(Options{Runs: grid})
+	m.w, m.h, m.st = 100, 30, newStyles(true)
+	for i, info := range grid {
+		m = step(m, eventMsg{runner.RunStarted{Info: info}})
+		status, err := "failed", error(fmt.Errorf("rank 0: loss is NaN"))
+		if i == 0 {
+			status, err = "interrupted", fmt.Errorf("interrupted: %w", context.Canceled)
+			m = step(m, eventMsg{runner.CheckpointSaved{Run: info.ID, Epoch: 3, Dir: "ck"}})
+		}
+		m = step(m, eventMsg{runner.RunFinished{Run: info.ID, Result: &runner.Result{Status: status}, Err: err}})
+	}
+	m.sel = 0
+	s := ansi.Strip(m.render())
+	if !strings.Contains(s, grid[0].ID+" INTERRUPTED") || strings.Contains(s, grid[0].ID+" FAILED") {
+		t.Errorf("header:\n%s", s)
+	}
+	if !strings.Contains(s, "interrupted: context canceled") || strings.Contains(s, "failed: interrupted") {
+		t.Errorf("log should say interrupted, not failed:\n%s", s)
+	}
+	m = step(m, keyMsg("v"))
+	s = ansi.Strip(m.render())
+	if !strings.Contains(s, "INTERRUPTED") || !strings.Contains(s, "FAILED") || !strings.Contains(s, "1 failed · 1 interrupted") {
+		t.Errorf("compare view should tell the interrupted run from the failed one:\n%s", s)
+	}
+	col := newStyles(false)
+	if statusBadge(stInterrupted, col) == statusBadge(stFailed, col) ||
+		ansi.Strip(statusBadge(stInterrupted, col)) != "INTERRUPTED" {
+		t.Errorf("INTERRUPTED needs a style of its own: %q vs %q", statusBadge(stInterrupted, col), statusBadge(stFailed, col))
+	}
+	if got := finishedText(m.runs[0]); !strings.Contains(got, "interrupted · checkpoint of epoch 3 saved · r resumes from it") {
+		t.Errorf("notice for the interrupted run: %q", got)
+	}
+}
+
+// Runs that train at once: the screen stays on the first that started,
+// and when it ends it moves on to one still training (until tab is used).
+func TestConcurrentRunsSelection(t *testing.T) {
+	grid := testGrid()
+	m := New(Options{Runs: grid})
+	m = step(m, eventMsg{runner.RunStarted{Info: grid[0]}})
+	m = step(m, eventMsg{runner.RunStarted{Info: grid[1]}})
+	if m.sel != 0 {
+		t.Fatalf("a second run started: selection moved to %d, want it on the training run 0", m.sel)
+	}
+	m = step(m, eventMsg{runner.RunFinished{Run: grid[0].ID, Result: &runner.Result{Status: "done"}}})
+	if m.sel != 1 {
+		t.Fatalf("run 0 ended: selection %d, want run 1 which still trains", m.sel)
+	}
+	m = step(m, keyMsg("tab")) // the user chooses: no more following
+	m = step(m, eventMsg{runner.RunStarted{Info: grid[2]}})
+	m = step(m, eventMsg{runner.RunFinished{Run: grid[2].ID, Result: &runner.Result{Status: "done"}}})
+	if m.sel != 2 {
+		t.Fatalf("after tab the selection should stay on run 2, is %d", m.sel)
+	}
+}
