@@ -15,6 +15,7 @@ type backendPlan struct {
 	devices []int  // CUDA ordinal per rank
 	workers int    // CPU worker goroutines per rank; 0 = the cores split over this run's ranks
 	notice  string // one line for the log, e.g. why the CPU is used
+	why     string // the part of notice that says why the CPU is used
 }
 
 // planBackends resolves the spec's device setting for ranks ranks.
@@ -44,13 +45,14 @@ func planBackends(device string, ranks int, share bool) (backendPlan, error) {
 }
 
 func cpuPlan(ranks int, notice string) backendPlan {
+	why := notice
 	if ranks > 1 {
 		if notice != "" {
 			notice += "; "
 		}
 		notice += fmt.Sprintf("%d CPU ranks share %d cores", ranks, runtime.GOMAXPROCS(0))
 	}
-	return backendPlan{kind: "cpu", notice: notice}
+	return backendPlan{kind: "cpu", notice: notice, why: why}
 }
 
 // place moves the plan onto its share of a machine that runs several runs
@@ -70,12 +72,9 @@ func (p *backendPlan) place(pl placement, ranks int) {
 		if pl.cpuRanks <= ranks { // no other run shares the cores
 			return
 		}
-		p.workers = max(1, runtime.GOMAXPROCS(0)/pl.cpuRanks)
-		if p.notice != "" {
-			p.notice += "; "
-		}
-		p.notice += fmt.Sprintf("concurrent runs: %d CPU ranks in all share %d cores (%d worker(s) per rank)",
-			pl.cpuRanks, runtime.GOMAXPROCS(0), p.workers)
+		// The grid's log line says how the runs share the cores; the
+		// run's device names its worker count.
+		p.workers, p.notice = max(1, runtime.GOMAXPROCS(0)/pl.cpuRanks), p.why
 	}
 }
 

@@ -50,22 +50,23 @@ const (
 
 // Model is the root tea.Model.
 type Model struct {
-	opts     Options
-	keys     keyMap
-	st       styles
-	head     header
-	w, h     int
-	runs     []*run
-	byID     map[string]int
-	sel      int
-	follow   bool // until tab is used, the selection leaves a run that ends for one that trains
-	compare  bool
-	overlay  overlayKind
-	quitDlg  quitDialog
-	picker   resumePicker
-	notice   notice
-	stopping map[string]bool // runs sent Stop; quit once all have finished
-	closed   bool            // the event channel was closed
+	opts      Options
+	keys      keyMap
+	st        styles
+	head      header
+	w, h      int
+	runs      []*run
+	byID      map[string]int
+	sel       int
+	follow    bool // until tab is used, the selection leaves a run that ends for one that trains
+	compare   bool
+	overlay   overlayKind
+	quitDlg   quitDialog
+	picker    resumePicker
+	notice    notice
+	stopping  map[string]bool // runs sent Stop; quit once all have finished
+	closed    bool            // the event channel was closed
+	gridLines []runner.Log    // log lines about the whole grid, for runs not known yet
 }
 
 // New builds the model for the given runner connection.
@@ -97,6 +98,9 @@ func (m *Model) addRun(info runner.RunInfo) *run {
 	}
 	m.byID[info.ID] = len(m.runs)
 	r := newRun(info)
+	for _, l := range m.gridLines {
+		r.log.Update(l)
+	}
 	m.runs = append(m.runs, r)
 	return r
 }

@@ -128,3 +128,20 @@ func TestConcurrentRunsSelection(t *testing.T) {
 		t.Fatalf("after tab the selection should stay on run 2, is %d", m.sel)
 	}
 }
+
+// A log line about the whole grid (Run "") is no run of its own: it goes to
+// every run's log and to the notice line.
+func TestGridLogIsNoRun(t *testing.T) {
+	grid := testGrid()
+	m := New(Options{Runs: grid})
+	const text = "concurrent = true: 3 runs train at once on the CPU"
+	m = step(m, eventMsg{runner.Log{Level: "info", Text: text}})
+	if len(m.runs) != len(grid) || m.notice.text != text {
+		t.Fatalf("%d runs (want %d), notice %q", len(m.runs), len(grid), m.notice.text)
+	}
+	for _, r := range m.runs {
+		if n := len(r.log.lines); n != 1 || r.log.lines[0].Text != text {
+			t.Fatalf("%s log %+v, want the grid line", r.info.ID, r.log.lines)
+		}
+	}
+}

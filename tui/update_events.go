@@ -14,6 +14,10 @@ import (
 // onEvent hands a runner event to its run, updates the notice line and
 // re-issues the read of the next event.
 func (m Model) onEvent(ev runner.Event) (tea.Model, tea.Cmd) {
+	if l, ok := ev.(runner.Log); ok && l.Run == "" {
+		m.gridLog(l)
+		return m, m.waitEvent()
+	}
 	r := m.runFor(ev)
 	wasDone := m.allFinished()
 	r.Update(ev)
@@ -51,6 +55,17 @@ func (m Model) onEvent(ev runner.Event) (tea.Model, tea.Cmd) {
 		m.notice = note("all runs finished · v compares them · q or enter exits")
 	}
 	return m, m.waitEvent()
+}
+
+// gridLog shows a line about the whole grid (a skipped cell, how concurrent
+// runs share the devices) in every run's log and on the notice line; it
+// is no run of its own.
+func (m *Model) gridLog(l runner.Log) {
+	m.gridLines = append(m.gridLines, l)
+	for _, r := range m.runs {
+		r.log.Update(l)
+	}
+	m.notice = note("%s", l.Text)
 }
 
 // runFor finds the event's run, adding runs the grid did not list.
