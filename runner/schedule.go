@@ -124,17 +124,36 @@ func (g *gridRun) over(ctx context.Context, cmds <-chan Command) bool {
 
 // startQueued starts queued runs while the plan has free slots.
 func (g *gridRun) startQueued(ctx context.Context) {
+	var batch []int
 	for g.running < g.plan.slots && len(g.queue) > 0 {
 		i := g.queue[0]
 		g.queue = g.queue[1:]
 		g.state[i] = cellTraining
 		g.running++
-		go func(i, resume int) {
-			err := runCell(ctx, g.spec, g.cells[i], g.infos[i], g.train, g.test, g.events, g.inbox[i],
-				resume, g.plan.places[i])
-			g.done <- cellDone{i, err}
-		}(i, g.resume[i])
+		batch = append(batch, i)
 	}
+	for _, i := range batch {
+		go func(i, resume int, pl placement) {
+			err := runCell(ctx, g.spec, g.cells[i], g.infos[i], g.train, g.test, g.events, g.inbox[i], resume, pl)
+			g.done <- cellDone{i, err}
+		}(i, g.resume[i], g.placement(i))
+	}
+}
+
+// placement is where run i trains. CPU runs split the cores with the runs
+// training now: all of them when the grid starts, fewer for a run
+// re-opened later.
+func (g *gridRun) placement(i int) placement {
+	pl := g.plan.places[i]
+	if pl.cpuRanks > 0 {
+		pl.cpuRanks = 0
+		for k, st := range g.state {
+			if st == cellTraining {
+				pl.cpuRanks += g.cells[k].GPUs
+			}
+		}
+	}
+	return pl
 }
 
 // route delivers a command: a To to its run, anything else to every
