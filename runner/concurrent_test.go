@@ -201,6 +201,11 @@ func TestConcurrentCtrlCInterruptsEveryRun(t *testing.T) {
 			t.Fatalf("%s: result %+v, checkpoint saved %v; want interrupted with a checkpoint", id, rs[id], saved[id])
 		}
 	}
+	// resnetlab compare tells them from failed runs too.
+	if table := CompareTable([]*Result{rs[runA], rs[runB]}); strings.Count(table, "interrupted  ") != 0 ||
+		strings.Count(table, " interrupted\n") != 2 || strings.Contains(table, "failed") {
+		t.Fatalf("compare table:\n%s", table)
+	}
 }
 
 // ResumeFrom on a finished run re-opens it: it trains again from that

@@ -37,7 +37,11 @@ package runner
 //	eval_every    int      1           evaluate every N epochs; 0 = only after the last
 //	results_dir   string   "results"   where results/<spec>-<run>.json are written
 //	device        string   "auto"      "auto" (GPUs if any, else CPU) | "cpu" | "cuda"
-//	concurrent    bool     false       run the grid's runs at the same time
+//	concurrent    bool     false       train the grid's runs at the same time where the
+//	                                   devices allow: always on the CPU (the runs split
+//	                                   the cores); on GPUs when share_devices = true or
+//	                                   the runs' ranks together fit the GPUs; otherwise
+//	                                   one after another, with a warning (planGrid)
 //	share_devices bool     true        a run with more ranks than devices puts several
 //	                                   ranks on one device; false makes it an error
 //
