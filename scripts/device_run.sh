@@ -13,6 +13,9 @@
 #   interop   scripts/interop_device.sh (PyTorch loads our exports and back)
 #   resume    2 epochs straight == 1 epoch + resume in a new process + 1
 #   shared2   torch_ddp_fp16 with 2 ranks sharing the GPU, 1 epoch
+#   concurrent  two runs at once on the GPU (concurrent = true) give the
+#             model digests they give one after another; with
+#             share_devices = false they fall back to one after another
 #   table80   issue 9's 80-epoch table: every plugin and both peers at once,
 #             each resuming from its own checkpoint; call it again on the warm
 #             machine until done (T80_DEADLINE seconds per call)
@@ -81,6 +84,17 @@ stage_quick() {
 stage_shared2() {
 	step "torch_ddp_fp16, 2 ranks sharing the GPU, 1 epoch"
 	timeout 100 "$B" run --headless "$(spec shared2 1 '[[run]]' 'plugin = "torch_ddp_fp16"' 'gpus = 2')"
+}
+
+stage_concurrent() {
+	step "concurrent = true: torch_ddp_fp16 and gemini at once on the GPU, then one after another"
+	local runs=('[[run]]' 'plugin = "torch_ddp_fp16"' '[[run]]' 'plugin = "gemini"')
+	timeout 200 "$B" run --headless "$(spec cc_at_once 1 'concurrent = true' "${runs[@]}")" |
+		grep -E 'train at once|started|done:|FAILED'
+	timeout 200 "$B" run --headless "$(spec cc_in_turn 1 "${runs[@]}")" | grep -E 'started|done:|FAILED'
+	grep -H model_sha256 /tmp/w/results/cc_at_once-*.json /tmp/w/results/cc_in_turn-*.json
+	timeout 200 "$B" run --headless "$(spec cc_no_share 1 'concurrent = true' 'share_devices = false' "${runs[@]}")" |
+		grep -E 'one after another|started|done:|FAILED'
 }
 
 stage_gemini() {

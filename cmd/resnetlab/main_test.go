@@ -190,6 +190,9 @@ func TestRunUsesTUIOnATerminal(t *testing.T) {
 		if o.Headless {
 			return errors.New("headless with a UI")
 		}
+		if !o.StayOpen { // r must be able to re-open a finished run while the UI is up
+			return errors.New("RunSpec not kept open for the UI")
+		}
 		ev <- runner.Log{Run: "x", Text: "hello"}
 		if _, ok := (<-cmds).(runner.Stop); !ok {
 			return errors.New("no stop command")
