@@ -27,7 +27,7 @@ set -u
 OUT=${OUT:-/tmp/out}
 EPOCHS=${EPOCHS:-12}
 mkdir -p "$OUT" /tmp/w
-B=$PWD/.dev/resnetlab
+B=${B:-$PWD/.dev/resnetlab}
 export DATA=$PWD/.dev/fmnist PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 LOG=$OUT/device.log
 exec > >(tee -a "$LOG") 2>&1
