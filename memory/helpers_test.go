@@ -100,7 +100,7 @@ type runSpec struct {
 	from, steps  int // batches from..steps-1 of epoch 0
 	lr           float32
 	gem          Config
-	deviceComm   bool // parallel.DeviceComm instead of HostTensorComm
+	deviceComm   bool            // parallel.DeviceComm instead of HostTensorComm
 	load         *parallel.State // loaded before the first step when set
 }
 
