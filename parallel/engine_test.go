@@ -41,8 +41,9 @@ type trainCfg struct {
 	accum               int // micro-batches per step on each rank (taken from world*accum shards)
 	lr                  float32
 	eng                 EngineConfig
-	setup               func(e *Engine, rank int) // called after NewEngine, if set
-	comm                commMaker                 // nil: HostTensorComm
+	setup               func(e *Engine, rank int)               // called after NewEngine, if set
+	comm                commMaker                               // nil: HostTensorComm
+	open                func(rank int) (kernels.Backend, error) // nil: a CPU backend
 }
 
 // commMaker makes a rank's tensor communicator; the engine tests run over
@@ -67,7 +68,14 @@ func train(t *testing.T, cfg trainCfg) ([]*State, []kernels.MemStats) {
 	states := make([]*State, cfg.world)
 	mems := make([]kernels.MemStats, cfg.world)
 	err := Launch(cfg.world, func(c *Coordinator) error {
-		be := cpu.New()
+		var be kernels.Backend = cpu.New()
+		if cfg.open != nil {
+			var err error
+			if be, err = cfg.open(c.Rank()); err != nil {
+				return err
+			}
+			defer closeIfCloser(be)
+		}
 		mcfg := model.Config{Width: testWidth, InChannels: 3, NumClasses: 10, DType: cfg.eng.Precision, Seed: 11}
 		m := model.NewResNet18(be, mcfg)
 		mk := cfg.comm
