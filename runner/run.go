@@ -83,8 +83,7 @@ func runCell(ctx context.Context, s *Spec, c Cell, info RunInfo, train, test *da
 }
 
 // run sets the job up and trains it.
-func (j *job) run(ctx context.Context) error {
-	var err error
+func (j *job) run(ctx context.Context) (err error) {
 	if j.precision, err = kernels.ParseDType(j.cell.Precision); err != nil {
 		return err
 	}
@@ -98,8 +97,14 @@ func (j *job) run(ctx context.Context) error {
 	if j.plan.notice != "" {
 		j.logf("warn", "%s", j.plan.notice)
 	}
+	if j.commKind, err = j.planComm(); err != nil {
+		return err
+	}
 	j.sched = model.MultiStepLR{Base: j.spec.ScaledLR(j.cell.GPUs), Milestones: j.spec.Milestones, Gamma: j.spec.Gamma}
-	defer j.close()
+	defer func() {
+		j.failed = err != nil
+		j.close()
+	}()
 	if err := j.setup(); err != nil {
 		return err
 	}
