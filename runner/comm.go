@@ -57,7 +57,9 @@ func (j *job) commError(msg string) error {
 // communicator per rank from ncclCommInitAll (LoadNCCL sets
 // NCCL_NVLS_ENABLE=0 first).
 func (j *job) startComm() error {
-	j.result.Comm = j.commKind
+	if j.result != nil {
+		j.result.Comm = j.commKind
+	}
 	if j.commKind != commNCCL {
 		j.logf("info", "%s", j.commLine(""))
 		return nil

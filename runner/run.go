@@ -97,9 +97,6 @@ func (j *job) run(ctx context.Context) (err error) {
 	if j.plan.notice != "" {
 		j.logf("warn", "%s", j.plan.notice)
 	}
-	if j.commKind, err = j.planComm(); err != nil {
-		return err
-	}
 	j.sched = model.MultiStepLR{Base: j.spec.ScaledLR(j.cell.GPUs), Milestones: j.spec.Milestones, Gamma: j.spec.Gamma}
 	defer func() {
 		j.failed = err != nil

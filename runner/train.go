@@ -78,6 +78,9 @@ func (j *job) setup() error {
 	if err != nil {
 		return err
 	}
+	if j.commKind, err = j.planComm(); err != nil {
+		return err
+	}
 	if err := j.startComm(); err != nil {
 		return err
 	}
