@@ -83,17 +83,23 @@ func NewDeviceComm(be kernels.Backend, c Communicator) (*DeviceComm, error) {
 func (d *DeviceComm) Rank() int      { return d.c.rank }
 func (d *DeviceComm) WorldSize() int { return d.c.g.world }
 
-// Free releases the scratch tensors and fences. The comm must not be used
-// afterwards.
+// Free releases the scratch tensors and the fences. It is collective:
+// every rank calls it after its last collective, and it waits for the
+// others (a barrier), since a peer may still be about to wait on this
+// rank's fences. In an aborted group the fences are left to the backend's
+// context, which releases them when it closes.
 func (d *DeviceComm) Free() {
+	err := d.c.run(call{kind: kBarrier, dev: true})
 	d.be.Free(d.acc)
 	for _, t := range d.land {
 		d.be.Free(t)
 	}
 	d.acc, d.land = nil, nil
-	d.be.FreeFence(d.ready)
-	d.be.FreeFence(d.done)
-	d.ready, d.done = 0, 0
+	if err == nil {
+		d.be.FreeFence(d.ready)
+		d.be.FreeFence(d.done)
+		d.ready, d.done = 0, 0
+	}
 }
 
 // collective runs one collective: publish cl after signalling ready, then
@@ -101,13 +107,13 @@ func (d *DeviceComm) Free() {
 func (d *DeviceComm) collective(cl call, work func(calls []call)) error {
 	cl.dev, cl.dc = true, d
 	d.be.Signal(d.ready)
-	var peers []*DeviceComm // set once step 2 ran: then step 3 must run too
+	var done []kernels.Fence // peers' done fences, once step 2 ran: then step 3 must run too
 	err := d.c.run(cl, func(calls []call) {
-		peers = make([]*DeviceComm, len(calls))
-		for k := range calls {
-			peers[k] = calls[k].dc
+		done = make([]kernels.Fence, len(calls))
+		for k, c := range calls {
 			if k != d.c.rank {
-				d.be.WaitFence(peers[k].ready)
+				d.be.WaitFence(c.dc.ready)
+				done[k] = c.dc.done // read now: after the last barrier a peer may move on
 			}
 		}
 		work(calls)
@@ -115,9 +121,9 @@ func (d *DeviceComm) collective(cl call, work func(calls []call)) error {
 	})
 	// Even when a later barrier failed (an aborted group), peers may still
 	// be copying from this rank's tensors: order this stream after them.
-	for k, p := range peers {
+	for k, f := range done {
 		if k != d.c.rank {
-			d.be.WaitFence(p.done)
+			d.be.WaitFence(f)
 		}
 	}
 	return err
@@ -192,7 +198,7 @@ func (d *DeviceComm) AllGather(dst, src *kernels.Tensor) error {
 		for k, c := range calls {
 			out := kernels.View(dst, k*n, n)
 			if k == d.c.rank {
-				d.be.Copy(out, src) // nothing to do in place
+				copyUnlessSame(d.be, out, src) // in place: src is block k already
 			} else {
 				d.be.CopyPeer(out, c.tsrc)
 			}
@@ -231,7 +237,7 @@ func (d *DeviceComm) reduceBlock(out *kernels.Tensor, calls []call, of func(call
 		return
 	}
 	if w == 1 { // Sum and Avg over one rank are the identity
-		d.be.Copy(out, kernels.View(of(calls[0]), lo, m))
+		copyUnlessSame(d.be, out, kernels.View(of(calls[0]), lo, m))
 		return
 	}
 	acc := d.scratch(&d.acc, kernels.F32, m)
@@ -270,4 +276,15 @@ func (d *DeviceComm) scratch(t **kernels.Tensor, dt kernels.DType, m int) *kerne
 		*t = d.be.New(kernels.CatWorkspace, dt, m)
 	}
 	return kernels.View(*t, 0, m)
+}
+
+// copyUnlessSame copies src into dst unless both are the same storage (an
+// in-place call), which peers may be reading at this moment.
+func copyUnlessSame(be kernels.Backend, dst, src *kernels.Tensor) {
+	same := dst.DType == src.DType && dst.Len() == src.Len() &&
+		(dst.Dev != 0 && dst.Dev == src.Dev ||
+			len(dst.Host) > 0 && len(src.Host) > 0 && &dst.Host[0] == &src.Host[0])
+	if !same {
+		be.Copy(dst, src)
+	}
 }

@@ -51,9 +51,9 @@
 //
 // The package tests take about a second; under -race the whole package
 // takes ~20 s on two cores, so within the test time budget run only the
-// small stress and abort tests under -race (~1 s):
+// small stress, abort and DeviceComm tests under -race (~3 s):
 //
-//	go test -race -run 'Stress|Abort' ./parallel/
+//	go test -race -run 'Stress|Abort|DeviceComm' ./parallel/
 //
 // # Multi-process runs
 //
