@@ -13,7 +13,7 @@ import (
 // machine these run from a compiled test binary (scripts/device_run.sh,
 // stage comm):
 //
-//	CGO_ENABLED=0 go test -c -o .dev/parallel.test ./parallel
+//	CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/parallel.test ./parallel
 //	.dev/parallel.test -test.run 'Device|NCCL' -test.v
 //	.dev/parallel.test -test.run '^$' -test.bench DeviceComm -test.benchtime 30x
 

@@ -24,7 +24,7 @@
 #
 # Expects (carried in .dev/): resnetlab (CGO_ENABLED=0 build), torch_peer.py,
 # fmnist/*.gz; the comm stage also parallel.test, built with
-#   CGO_ENABLED=0 go test -c -o .dev/parallel.test ./parallel Everything printed goes to $OUT/device.log too; result JSON,
+#   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/parallel.test ./parallel Everything printed goes to $OUT/device.log too; result JSON,
 # logs and specs come back in $OUT/device.tgz.
 set -u
 OUT=${OUT:-/tmp/out}
@@ -208,7 +208,7 @@ stage_comm() {
 		timeout 300 "$T" -test.run 'Device|NCCL' -test.v
 		timeout 240 "$T" -test.run '^$' -test.bench 'DeviceComm' -test.benchtime 30x
 	else
-		echo "missing $T: build it with CGO_ENABLED=0 go test -c -o .dev/parallel.test ./parallel"
+		echo "missing $T: build it with CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/parallel.test ./parallel"
 	fi
 	step "2 ranks sharing GPU 0, comm = device, 1 epoch"
 	CUDA_VISIBLE_DEVICES=0 timeout 240 "$B" run --headless "$(spec comm_dev_shared 1 'comm = "device"' \
