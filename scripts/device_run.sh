@@ -24,8 +24,9 @@
 #
 # Expects (carried in .dev/): resnetlab (CGO_ENABLED=0 build), torch_peer.py,
 # fmnist/*.gz; the comm stage also parallel.test, built with
-#   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/parallel.test ./parallel Everything printed goes to $OUT/device.log too; result JSON,
-# logs and specs come back in $OUT/device.tgz.
+#   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/parallel.test ./parallel
+# Everything printed goes to $OUT/device.log too; result JSON, logs and specs
+# come back in $OUT/device.tgz.
 set -u
 OUT=${OUT:-/tmp/out}
 EPOCHS=${EPOCHS:-12}
