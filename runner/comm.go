@@ -18,8 +18,12 @@ const (
 // gpuOnlyComm reports whether comm is a value only GPU ranks can use.
 func gpuOnlyComm(comm string) bool { return comm == "device" || comm == "nccl" }
 
-// planComm resolves the spec's comm key for this run's backends.
+// planComm resolves the spec's comm key for this run's backends (a kind
+// already set stays: tests pick one the spec could not).
 func (j *job) planComm() (string, error) {
+	if j.commKind != "" {
+		return j.commKind, nil
+	}
 	want := j.spec.Comm
 	if j.plan.kind == "cpu" {
 		if gpuOnlyComm(want) {
