@@ -10,7 +10,7 @@ import (
 func TestCopyPeer(t *testing.T) {
 	a, b := New(WithWorkers(1)), New(WithWorkers(1))
 	src := b.New(kernels.CatGrads, kernels.F16, 5)
-	b.Upload(src, []float32{1, 2.0009766, -3, 4, 5}) // 2.0009766 is an fp16 value
+	b.Upload(src, []float32{1, 2.001953125, -3, 4, 5}) // 2.001953125 is an fp16 value
 	dst := a.New(kernels.CatGrads, kernels.F16, 5)
 	f := a.NewFence()
 	b.Signal(f)
@@ -18,7 +18,7 @@ func TestCopyPeer(t *testing.T) {
 	a.CopyPeer(dst, src)
 	got := make([]float32, 5)
 	a.Download(dst, got)
-	for i, v := range []float32{1, 2.0009766, -3, 4, 5} {
+	for i, v := range []float32{1, 2.001953125, -3, 4, 5} {
 		if got[i] != v {
 			t.Fatalf("element %d: %v, want %v", i, got[i], v)
 		}
