@@ -89,7 +89,7 @@ func (d *DeviceComm) WorldSize() int { return d.c.g.world }
 // rank's fences. In an aborted group the fences are left to the backend's
 // context, which releases them when it closes.
 func (d *DeviceComm) Free() {
-	err := d.c.run(call{kind: kBarrier, dev: true})
+	err := d.c.run(call{kind: kFree, dev: true})
 	d.be.Free(d.acc)
 	for _, t := range d.land {
 		d.be.Free(t)

@@ -47,9 +47,10 @@ const (
 	kAllGather
 	kBroadcast
 	kBarrier
+	kFree // DeviceComm.Free
 )
 
-var kindNames = [...]string{"", "AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Barrier"}
+var kindNames = [...]string{"", "AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Barrier", "Free"}
 
 func (k kind) String() string { return kindNames[k] }
 
