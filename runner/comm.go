@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"strings"
 
 	"resnetlab/kernels"
 	"resnetlab/parallel"
@@ -28,8 +29,8 @@ func (j *job) planComm() (string, error) {
 	if j.plan.kind == "cpu" {
 		if gpuOnlyComm(want) {
 			why := "device = \"cpu\""
-			if j.plan.notice != "" {
-				why = j.plan.notice
+			if j.plan.notice != "" { // why the CPU, without the cores line
+				why, _, _ = strings.Cut(j.plan.notice, "; ")
 			}
 			return "", j.commError(fmt.Sprintf("%q needs GPU ranks, but this run trains on the CPU (%s) (want \"auto\" or \"host\")", want, why))
 		}
