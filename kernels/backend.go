@@ -231,3 +231,32 @@ func View(t *Tensor, off int, shape ...int) *Tensor {
 	}
 	return v
 }
+
+// Fence marks a point in one backend's stream of ops (a CUDA event; 0 on
+// backends whose ops complete before they return).
+type Fence uintptr
+
+// Peer is the optional interface of backends whose ranks in one process
+// exchange tensors directly, without staging through host memory
+// (parallel.DeviceComm). Several backends of one kind may live in a process,
+// one per rank, on the same device (sharing its context) or on different
+// devices; each issues ops on its own stream.
+type Peer interface {
+	Backend
+	// CopyPeer copies src into dst (same length and dtype, no conversion),
+	// issued on this backend's stream. One of the two belongs to this
+	// backend; the other may belong to another backend of the same kind in
+	// this process. The caller orders the copy against the other backend's
+	// ops with fences.
+	CopyPeer(dst, src *Tensor)
+	// NewFence makes a fence of this backend; FreeFence releases it.
+	NewFence() Fence
+	FreeFence(f Fence)
+	// Signal sets f (one of this backend's fences) to the ops issued on this
+	// backend so far; f is done once they are.
+	Signal(f Fence)
+	// WaitFence makes the ops issued on this backend from now on wait until
+	// f, a fence of any backend of this kind, is done as last signalled. It
+	// does not block the caller.
+	WaitFence(f Fence)
+}

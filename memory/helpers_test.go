@@ -100,6 +100,7 @@ type runSpec struct {
 	from, steps  int // batches from..steps-1 of epoch 0
 	lr           float32
 	gem          Config
+	deviceComm   bool            // parallel.DeviceComm instead of HostTensorComm
 	load         *parallel.State // loaded before the first step when set
 }
 
@@ -126,8 +127,15 @@ func runGeminiErr(spec runSpec) ([]rankResult, error) {
 			}
 		}
 		w := &watchBackend{Backend: cpu.New(), budget: cfg.DeviceBudget}
+		var err error
 		m := newModel(w, cfg.Precision)
-		g, err := New(w, parallel.NewHostTensorComm(c.Comm()), m, cfg)
+		var comm parallel.DeviceCommunicator = parallel.NewHostTensorComm(c.Comm())
+		if spec.deviceComm { // on the wrapped backend, which owns the tensors
+			if comm, err = parallel.NewDeviceComm(w.Backend, c.Comm()); err != nil {
+				return err
+			}
+		}
+		g, err := New(w, comm, m, cfg)
 		if err != nil {
 			return err
 		}

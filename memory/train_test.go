@@ -102,3 +102,24 @@ func TestStaticOffloadPlacement(t *testing.T) {
 		t.Errorf("stats %+v: want Adam on both sides and moves", got.stats)
 	}
 }
+
+// Gemini's chunk collectives (broadcast of the initial chunks, all-gather
+// of shards, reduce-scatter and all-reduce of gradients, in place on
+// views) over parallel.DeviceComm give the host comm's bits with 2 ranks.
+func TestGeminiOverDeviceComm(t *testing.T) {
+	for _, frac := range []float64{1, 0.5} {
+		spec := runSpec{world: 2, batch: 8, steps: 3, lr: 2e-3,
+			gem: Config{Precision: kernels.F16, Scaler: testScaler, ShardParamFrac: frac}}
+		host := runGemini(t, spec)
+		spec.deviceComm = true
+		dev := runGemini(t, spec)
+		for r := range dev {
+			if d := stateDiff(host[r].state, dev[r].state); d != "" {
+				t.Errorf("shard_param_frac %g rank %d: DeviceComm differs from the host comm: %s", frac, r, d)
+			}
+		}
+		if dev[0].stats.Gathers == 0 || dev[0].stats.Reductions == 0 {
+			t.Errorf("shard_param_frac %g: %d gathers, %d reductions: no chunk collective ran", frac, dev[0].stats.Gathers, dev[0].stats.Reductions)
+		}
+	}
+}

@@ -4,6 +4,20 @@
 // buffers and tensors, the run-time NCCL binding and the torchrun-style
 // rendezvous that shares the NCCL unique id between processes.
 //
+// # Tensor communicators
+//
+// The engines take a DeviceCommunicator (all-reduce, reduce-scatter,
+// all-gather, broadcast, barrier on one backend's tensors):
+//
+//   - HostTensorComm: CPU ranks, the host collectives below on the tensors.
+//   - DeviceComm: ranks of one process whose backend implements
+//     kernels.Peer (CUDA, also CPU for tests), several per GPU allowed:
+//     device copies between ranks and sums by the backend's kernels, in
+//     rank order, ordered between ranks' streams by events (devcomm.go).
+//   - NCCLTensorComm: NCCL on the rank's stream; in one process behind
+//     CheckedComm, which stops peers of a failed rank from waiting forever.
+//   - StagedComm: any backend through host memory (slow; kept to compare).
+//
 // # Reduction order (determinism)
 //
 // The in-process collectives split a buffer into world blocks; block r is
@@ -20,7 +34,9 @@
 // for every element, whatever its block. Results are therefore bit-identical
 // on every rank, bit-identical from run to run, and equal to a plain
 // sequential loop over ranks. A run with W ranks differs from one rank only
-// by fp32 rounding of that sum. NCCL (GPU) does not promise this order.
+// by fp32 rounding of that sum. DeviceComm sums in the same order; for Avg
+// it multiplies by float32(1/W) (same bits when W is a power of two). NCCL
+// (GPU) does not promise this order.
 //
 // # Gradient buckets during backward
 //
@@ -35,15 +51,16 @@
 //
 // The package tests take about a second; under -race the whole package
 // takes ~20 s on two cores, so within the test time budget run only the
-// small stress and abort tests under -race (~1 s):
+// small stress, abort and DeviceComm tests under -race (~3 s):
 //
-//	go test -race -run 'Stress|Abort' ./parallel/
+//	go test -race -run 'Stress|Abort|DeviceComm' ./parallel/
 //
 // # Multi-process runs
 //
 // EnvFromTorch reads torchrun's variables; rank 0 calls NCCL.GetUniqueID,
 // ExchangeID hands the id to every process over TCP, and each process calls
-// NCCL.CommInitRank. Inside one process, one goroutine per local GPU
-// (Launch), with NCCL.CommInitAll or CommInitRank per goroutine. There is
-// no host Communicator across processes yet.
+// NCCL.CommInitRank (CommFromEnv does the three). Inside one process, one
+// goroutine per local GPU (Launch), with NCCL.CommInitAll or CommInitRank
+// per goroutine. There is no host Communicator across processes yet, and
+// the runner does not start multi-process runs yet (docs/multigpu.md).
 package parallel

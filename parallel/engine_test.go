@@ -41,7 +41,21 @@ type trainCfg struct {
 	accum               int // micro-batches per step on each rank (taken from world*accum shards)
 	lr                  float32
 	eng                 EngineConfig
-	setup               func(e *Engine, rank int) // called after NewEngine, if set
+	setup               func(e *Engine, rank int)               // called after NewEngine, if set
+	comm                commMaker                               // nil: HostTensorComm
+	open                func(rank int) (kernels.Backend, error) // nil: a CPU backend
+}
+
+// commMaker makes a rank's tensor communicator; the engine tests run over
+// each of testComms.
+type commMaker func(be kernels.Backend, c Communicator) (DeviceCommunicator, error)
+
+var testComms = []struct {
+	name string
+	make commMaker
+}{
+	{"host", func(_ kernels.Backend, c Communicator) (DeviceCommunicator, error) { return NewHostTensorComm(c), nil }},
+	{"device", func(be kernels.Backend, c Communicator) (DeviceCommunicator, error) { return NewDeviceComm(be, c) }},
 }
 
 // train runs cfg on world ranks and returns every rank's final state and
@@ -54,10 +68,25 @@ func train(t *testing.T, cfg trainCfg) ([]*State, []kernels.MemStats) {
 	states := make([]*State, cfg.world)
 	mems := make([]kernels.MemStats, cfg.world)
 	err := Launch(cfg.world, func(c *Coordinator) error {
-		be := cpu.New()
+		var be kernels.Backend = cpu.New()
+		if cfg.open != nil {
+			var err error
+			if be, err = cfg.open(c.Rank()); err != nil {
+				return err
+			}
+			defer closeIfCloser(be)
+		}
 		mcfg := model.Config{Width: testWidth, InChannels: 3, NumClasses: 10, DType: cfg.eng.Precision, Seed: 11}
 		m := model.NewResNet18(be, mcfg)
-		e, err := NewEngine(be, NewHostTensorComm(c.Comm()), m, cfg.eng)
+		mk := cfg.comm
+		if mk == nil {
+			mk = testComms[0].make
+		}
+		dc, err := mk(be, c.Comm())
+		if err != nil {
+			return err
+		}
+		e, err := NewEngine(be, dc, m, cfg.eng)
 		if err != nil {
 			return err
 		}
@@ -114,42 +143,57 @@ func TestDDPWorld2EqualsWorld1(t *testing.T) {
 	// same 100 images. Batch norm normalises per rank (torch DDP without
 	// SyncBatchNorm), so world 1 takes the two ranks' halves as two
 	// micro-batches of one step; the rest is equal up to fp32 rounding.
+	// Over every communicator; with 2 ranks they agree bit for bit.
 	ddp := EngineConfig{Plugin: TorchDDP, Precision: kernels.F32, BucketElems: 5000}
-	two, _ := train(t, trainCfg{world: 2, batch: 50, steps: 3, lr: 2e-3, eng: ddp})
-	one, _ := train(t, trainCfg{world: 1, batch: 50, steps: 3, accum: 2, lr: 2e-3, eng: ddp})
-	if d, where := maxDiff(two[0], two[1]); d != 0 {
-		t.Fatalf("ranks disagree after DDP steps: %g at %s", d, where)
-	}
-	// Running statistics differ by design (world 1 updates them per
-	// micro-batch); the parameters must not.
-	if d, where := paramDiff(two[0], one[0]); d > 2e-5 {
-		t.Fatalf("world 2 x 50 differs from world 1 x (2 x 50) by %g at %s", d, where)
+	var first []*State
+	for _, tc := range testComms {
+		two, _ := train(t, trainCfg{world: 2, batch: 50, steps: 3, lr: 2e-3, eng: ddp, comm: tc.make})
+		one, _ := train(t, trainCfg{world: 1, batch: 50, steps: 3, accum: 2, lr: 2e-3, eng: ddp, comm: tc.make})
+		if d, where := maxDiff(two[0], two[1]); d != 0 {
+			t.Fatalf("%s comm: ranks disagree after DDP steps: %g at %s", tc.name, d, where)
+		}
+		// Running statistics differ by design (world 1 updates them per
+		// micro-batch); the parameters must not.
+		if d, where := paramDiff(two[0], one[0]); d > 2e-5 {
+			t.Fatalf("%s comm: world 2 x 50 differs from world 1 x (2 x 50) by %g at %s", tc.name, d, where)
+		}
+		if first == nil {
+			first = two
+		} else if d, where := maxDiff(first[0], two[0]); d != 0 {
+			t.Fatalf("%s comm differs from %s comm by %g at %s", tc.name, testComms[0].name, d, where)
+		}
 	}
 	// A different batch must change the result: the comparison can fail.
 	other, _ := train(t, trainCfg{world: 1, batch: 100, steps: 3, lr: 2e-3, eng: ddp})
-	if d, _ := paramDiff(two[0], other[0]); d < 1e-4 {
+	if d, _ := paramDiff(first[0], other[0]); d < 1e-4 {
 		t.Fatalf("world 1 x 100 (one BN batch) is indistinguishable (%g): the test has no power", d)
 	}
 }
 
 func TestZeROMatchesDDPFP16(t *testing.T) {
-	for _, dt := range []kernels.DType{kernels.F16, kernels.BF16} {
-		scaler := ScalerConfig{InitialScale: 32, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 1000, Hysteresis: 2}
-		base := EngineConfig{Plugin: TorchDDP, Precision: dt, Scaler: scaler, BucketElems: 7000}
-		ddp, _ := train(t, trainCfg{world: 2, batch: 20, steps: 3, lr: 2e-3, eng: base})
-		for _, stage := range []int{1, 2} {
-			z := base
-			z.Plugin, z.ZeroStage = LowLevelZero, stage
-			zero, _ := train(t, trainCfg{world: 2, batch: 20, steps: 3, lr: 2e-3, eng: z})
-			for r := range zero {
-				if d, where := maxDiff(ddp[0], zero[r]); d != 0 {
-					t.Errorf("%s ZeRO-%d rank %d differs from DDP by %g at %s", dt, stage, r, d, where)
-				}
-				for i := range ddp[0].ExpAvg {
-					for j, x := range ddp[0].ExpAvg[i] {
-						if zero[r].ExpAvg[i][j] != x || zero[r].ExpAvgSq[i][j] != ddp[0].ExpAvgSq[i][j] {
-							t.Fatalf("%s ZeRO-%d rank %d: Adam state of param %d differs at %d", dt, stage, r, i, j)
-						}
+	for _, tc := range testComms {
+		for _, dt := range []kernels.DType{kernels.F16, kernels.BF16} {
+			zeroMatchesDDP(t, tc.name, tc.make, dt)
+		}
+	}
+}
+
+func zeroMatchesDDP(t *testing.T, commName string, comm commMaker, dt kernels.DType) {
+	scaler := ScalerConfig{InitialScale: 32, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 1000, Hysteresis: 2}
+	base := EngineConfig{Plugin: TorchDDP, Precision: dt, Scaler: scaler, BucketElems: 7000}
+	ddp, _ := train(t, trainCfg{world: 2, batch: 20, steps: 3, lr: 2e-3, eng: base, comm: comm})
+	for _, stage := range []int{1, 2} {
+		z := base
+		z.Plugin, z.ZeroStage = LowLevelZero, stage
+		zero, _ := train(t, trainCfg{world: 2, batch: 20, steps: 3, lr: 2e-3, eng: z, comm: comm})
+		for r := range zero {
+			if d, where := maxDiff(ddp[0], zero[r]); d != 0 {
+				t.Errorf("%s comm: %s ZeRO-%d rank %d differs from DDP by %g at %s", commName, dt, stage, r, d, where)
+			}
+			for i := range ddp[0].ExpAvg {
+				for j, x := range ddp[0].ExpAvg[i] {
+					if zero[r].ExpAvg[i][j] != x || zero[r].ExpAvgSq[i][j] != ddp[0].ExpAvgSq[i][j] {
+						t.Fatalf("%s comm: %s ZeRO-%d rank %d: Adam state of param %d differs at %d", commName, dt, stage, r, i, j)
 					}
 				}
 			}

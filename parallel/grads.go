@@ -13,13 +13,15 @@ import (
 //     on; the step waits for all of them before the overflow check and
 //     Adam. The host collectives sum in rank order whatever the bucket
 //     order, so the result is bit-identical to reducing after backward.
-//   - Device ranks (StagedComm, NCCLTensorComm): the backend must be used
-//     from the rank's own thread (a CUDA context is bound per OS thread), so
-//     the collective is called inline from the hook. NCCL enqueues it on
-//     the rank's compute stream, so it starts early but does not run
-//     concurrently with the rest of backward; true overlap on the GPU needs
-//     a separate comm stream with events, which is not done. StagedComm's
-//     host reduction blocks the rank for its duration, as before.
+//   - Device ranks (DeviceComm, NCCLTensorComm, StagedComm): the backend
+//     must be used from the rank's own thread (a CUDA context is bound per
+//     OS thread), so the collective is called inline from the hook.
+//     DeviceComm and NCCL enqueue it on the rank's compute stream, so it
+//     starts early but does not run concurrently with the rest of
+//     backward; true overlap on the GPU needs a separate comm stream with
+//     events, which is not done. DeviceComm's host side only waits for the
+//     peers to reach the same bucket (two barriers), never for the GPU.
+//     StagedComm's host reduction blocks the rank for its duration.
 //   - EngineConfig.NoOverlap: every bucket after backward, in bucket order
 //     (the path before overlap; same results).
 

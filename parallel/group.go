@@ -3,6 +3,8 @@ package parallel
 import (
 	"errors"
 	"fmt"
+
+	"resnetlab/kernels"
 )
 
 // Group is a set of in-process ranks (goroutines) sharing host memory. Each
@@ -45,9 +47,10 @@ const (
 	kAllGather
 	kBroadcast
 	kBarrier
+	kFree // DeviceComm.Free
 )
 
-var kindNames = [...]string{"", "AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Barrier"}
+var kindNames = [...]string{"", "AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Barrier", "Free"}
 
 func (k kind) String() string { return kindNames[k] }
 
@@ -60,6 +63,14 @@ type call struct {
 	n        int // per-rank length that must agree on all ranks
 	dst, src []float32
 	bad      string // this rank's argument error, reported on every rank
+
+	// A DeviceComm's call (devcomm.go): its tensors and the comm itself,
+	// whose fences peers wait on.
+	dev  bool
+	dt   kernels.DType
+	tdst *kernels.Tensor
+	tsrc *kernels.Tensor
+	dc   *DeviceComm
 }
 
 // check returns the same error on every rank, since every rank sees the
@@ -70,8 +81,10 @@ func check(calls []call) error {
 		switch {
 		case c.bad != "":
 			return fmt.Errorf("rank %d: %s", r, c.bad)
-		case c.kind != c0.kind:
-			return fmt.Errorf("rank %d called %s while rank 0 called %s", r, c.kind, c0.kind)
+		case c.kind != c0.kind || c.dev != c0.dev:
+			return fmt.Errorf("rank %d called %s while rank 0 called %s", r, c.name(), c0.name())
+		case c.dt != c0.dt:
+			return fmt.Errorf("rank %d passed %s tensors, rank 0 passed %s", r, c.dt, c0.dt)
 		case c.n != c0.n:
 			return fmt.Errorf("rank %d passed %d elements, rank 0 passed %d", r, c.n, c0.n)
 		case c.op != c0.op:
@@ -81,6 +94,13 @@ func check(calls []call) error {
 		}
 	}
 	return nil
+}
+
+func (c call) name() string {
+	if c.dev {
+		return "device " + c.kind.String()
+	}
+	return c.kind.String()
 }
 
 type hostComm struct {

@@ -11,17 +11,74 @@ import (
 type NCCLTensorComm struct {
 	C      *NCCLComm
 	Stream uintptr // the rank backend's CUstream (0: the legacy default stream)
+	// Bind, when set, is called around every NCCL call and returns the
+	// function that undoes it: NCCL acts on the CUDA context current on the
+	// calling thread, so the rank's context must be current (and the
+	// goroutine locked to its thread) for the duration of the call.
+	Bind func() (release func())
+
+	be      kernels.Backend
+	scratch *kernels.Tensor // one fp32 element for Barrier
 }
 
 // OnStream returns the tensor communicator that enqueues on stream.
+// Barrier needs ForBackend's scratch element and fails without it.
 func (c *NCCLComm) OnStream(stream uintptr) *NCCLTensorComm {
 	return &NCCLTensorComm{C: c, Stream: stream}
+}
+
+// streamBackend is what NCCL needs of a device backend
+// (kernels/cuda.Backend has it).
+type streamBackend interface {
+	kernels.Backend
+	Stream() uintptr
+	Bind() (release func())
+}
+
+// ForBackend returns the tensor communicator for rank tensors of be: NCCL
+// calls on be's stream with be's context bound, and a one-element scratch
+// tensor of be for Barrier (Free gives it back).
+func (c *NCCLComm) ForBackend(be kernels.Backend) (*NCCLTensorComm, error) {
+	sb, ok := be.(streamBackend)
+	if !ok {
+		return nil, fmt.Errorf("parallel: NCCL needs a CUDA backend with a stream, not %s", be.Name())
+	}
+	n := c.OnStream(sb.Stream())
+	n.Bind, n.be = sb.Bind, be
+	n.scratch = be.New(kernels.CatWorkspace, kernels.F32, 1)
+	return n, nil
+}
+
+// Free releases ForBackend's scratch tensor (not the NCCL communicator).
+func (n *NCCLTensorComm) Free() {
+	if n.be != nil && n.scratch != nil {
+		n.be.Free(n.scratch)
+		n.scratch = nil
+	}
+}
+
+func (n *NCCLTensorComm) bind() func() {
+	if n.Bind == nil {
+		return func() {}
+	}
+	return n.Bind()
+}
+
+// Barrier is an all-reduce of one element: NCCL kernels of every rank
+// meet, so ops queued after it on any rank's stream follow the ops every
+// rank queued before it. The host does not wait.
+func (n *NCCLTensorComm) Barrier() error {
+	if n.scratch == nil {
+		return fmt.Errorf("parallel: NCCL Barrier needs a scratch element: make the comm with ForBackend")
+	}
+	return n.AllReduce(n.scratch, Sum)
 }
 
 func (n *NCCLTensorComm) Rank() int      { return n.C.rank }
 func (n *NCCLTensorComm) WorldSize() int { return n.C.world }
 
 func (n *NCCLTensorComm) AllReduce(t *kernels.Tensor, op Op) error {
+	defer n.bind()()
 	dt, err := deviceTensors("AllReduce", t)
 	if err != nil {
 		return err
@@ -30,6 +87,7 @@ func (n *NCCLTensorComm) AllReduce(t *kernels.Tensor, op Op) error {
 }
 
 func (n *NCCLTensorComm) ReduceScatter(dst, src *kernels.Tensor, op Op) error {
+	defer n.bind()()
 	dt, err := deviceTensors("ReduceScatter", dst, src)
 	if err != nil {
 		return err
@@ -42,6 +100,7 @@ func (n *NCCLTensorComm) ReduceScatter(dst, src *kernels.Tensor, op Op) error {
 }
 
 func (n *NCCLTensorComm) AllGather(dst, src *kernels.Tensor) error {
+	defer n.bind()()
 	dt, err := deviceTensors("AllGather", dst, src)
 	if err != nil {
 		return err
@@ -54,6 +113,7 @@ func (n *NCCLTensorComm) AllGather(dst, src *kernels.Tensor) error {
 }
 
 func (n *NCCLTensorComm) Broadcast(t *kernels.Tensor, root int) error {
+	defer n.bind()()
 	dt, err := deviceTensors("Broadcast", t)
 	if err != nil {
 		return err

@@ -82,3 +82,11 @@ func (s *StagedComm) Broadcast(t *kernels.Tensor, root int) error {
 	s.be.Upload(t, s.a)
 	return nil
 }
+
+// Barrier waits for this rank's queued device work, then for every rank.
+func (s *StagedComm) Barrier() error {
+	if err := s.be.Sync(); err != nil {
+		return err
+	}
+	return s.c.Barrier()
+}

@@ -22,6 +22,10 @@ type DeviceCommunicator interface {
 	ReduceScatter(dst, src *kernels.Tensor, op Op) error
 	AllGather(dst, src *kernels.Tensor) error
 	Broadcast(t *kernels.Tensor, root int) error
+	// Barrier returns once every rank has entered it (NCCL: once it is
+	// enqueued); ops issued after it on any rank run after the ops every
+	// rank issued before it.
+	Barrier() error
 }
 
 // HostTensorComm is the DeviceCommunicator for CPU-backend tensors (whose
@@ -66,6 +70,8 @@ func (h *HostTensorComm) Broadcast(t *kernels.Tensor, root int) error {
 	}
 	return h.C.Broadcast(t.Host, root)
 }
+
+func (h *HostTensorComm) Barrier() error { return h.C.Barrier() }
 
 // hostTensors checks that the tensors hold host storage of their full
 // length and share a dtype. A failing check returns before the collective,

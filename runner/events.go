@@ -194,6 +194,7 @@ type Result struct {
 	Dataset         string        `json:"dataset"`
 	Backend         string        `json:"backend"`
 	Devices         []string      `json:"devices"`
+	Comm            string        `json:"comm,omitempty"` // host, host-staged, device or nccl
 	Width           int           `json:"width"`
 	BatchSize       int           `json:"batch_size"`
 	Epochs          int           `json:"epochs"`

@@ -9,9 +9,9 @@ import (
 
 // newGemini builds rank r's Gemini engine from the spec's [gemini] table
 // and forwards its chunk events to the run's event stream.
-func (j *job) newGemini(r int, be kernels.Backend, m *model.ResNet, sc parallel.ScalerConfig) (parallel.Trainer, error) {
+func (j *job) newGemini(r int, be kernels.Backend, comm parallel.DeviceCommunicator, m *model.ResNet, sc parallel.ScalerConfig) (parallel.Trainer, error) {
 	gs := j.spec.Gemini
-	return memory.New(be, j.comm(r, be), m, memory.Config{Precision: j.precision, Scaler: sc,
+	return memory.New(be, comm, m, memory.Config{Precision: j.precision, Scaler: sc,
 		Placement: gs.Placement, DeviceBudget: gs.DeviceBudget, ChunkElems: int(gs.ChunkSize / int64(j.precision.Size())),
 		ShardParamFrac: gs.ShardParamFrac, OffloadOptimFrac: gs.OffloadOptimFrac, OffloadParamFrac: gs.OffloadParamFrac,
 		GPUMarginMemRatio: gs.GPUMarginMemRatio, OnEvent: func(e any) { j.geminiEvent(e) }})

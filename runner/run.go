@@ -73,8 +73,7 @@ func runCell(ctx context.Context, s *Spec, c Cell, info RunInfo, train, test *da
 }
 
 // run sets the job up and trains it.
-func (j *job) run(ctx context.Context) error {
-	var err error
+func (j *job) run(ctx context.Context) (err error) {
 	if j.precision, err = kernels.ParseDType(j.cell.Precision); err != nil {
 		return err
 	}
@@ -90,7 +89,10 @@ func (j *job) run(ctx context.Context) error {
 		j.logf("warn", "%s", j.plan.notice)
 	}
 	j.sched = model.MultiStepLR{Base: j.spec.ScaledLR(j.cell.GPUs), Milestones: j.spec.Milestones, Gamma: j.spec.Gamma}
-	defer j.close()
+	defer func() {
+		j.failed = err != nil
+		j.close()
+	}()
 	if err := j.setup(); err != nil {
 		return err
 	}

@@ -44,6 +44,15 @@ package runner
 //	                                   one after another, with a warning (planGrid)
 //	share_devices bool     true        a run with more ranks than devices puts several
 //	                                   ranks on one device; false makes it an error
+//	comm          string   "auto"      how the ranks of a run communicate:
+//	                                   "auto": "device" on GPUs, "host" on the CPU;
+//	                                   "device": GPU ranks copy each other's buffers
+//	                                   and sum them with the GPU's own kernels
+//	                                   (ranks may share a GPU); "nccl": NCCL, one
+//	                                   rank per GPU (NCCL refuses two on one GPU);
+//	                                   "host": collectives over host memory (GPU
+//	                                   ranks stage through it: the slow, portable
+//	                                   path). CPU runs accept only "auto" and "host".
 //
 //	[synthetic]            only used when dataset = "synthetic"
 //	train         int      10000       training images (>= batch_size)
@@ -119,6 +128,7 @@ type Spec struct {
 	Device       string
 	Concurrent   bool
 	ShareDevices bool
+	Comm         string
 
 	Synthetic SyntheticSpec
 	Grid      GridSpec
@@ -204,6 +214,7 @@ var (
 	precisions = []string{"fp32", "fp16", "bf16"}
 	datasets   = []string{"cifar10", "fashion-mnist", "synthetic"}
 	devices    = []string{"auto", "cpu", "cuda"}
+	comms      = []string{"auto", "device", "nccl", "host"}
 )
 
 // DefaultPrecision is the precision a plugin trains in when the spec does
@@ -264,7 +275,7 @@ func defaultSpec(file string, getenv func(string) string) *Spec {
 		InChannels: 3, Width: 64, Seed: 1024, LR: 1e-3,
 		Milestones: []int{20, 40, 60, 80}, Gamma: 1.0 / 3,
 		Checkpoint: "./checkpoint", Interval: 5, EvalEvery: 1,
-		ResultsDir: "results", Device: "auto", ShareDevices: true,
+		ResultsDir: "results", Device: "auto", ShareDevices: true, Comm: "auto",
 		Synthetic: SyntheticSpec{Train: 10000, Test: 2000},
 		Zero:      ZeroSpec{Stage: 1},
 		Gemini: GeminiSpec{Placement: "static", ShardParamFrac: 1,

@@ -189,6 +189,9 @@ func (d *decoder) crossChecks(s *Spec) {
 	if err := checkTemplate(s.Checkpoint); err != "" {
 		d.errf("checkpoint", "%s", err)
 	}
+	if s.Device == "cpu" && gpuOnlyComm(s.Comm) {
+		d.errf(d.either("comm", "device"), "%q needs GPU ranks, but device = \"cpu\" (want \"auto\" or \"host\")", s.Comm)
+	}
 	f := s.FP16
 	if f.MinScale != nil && f.MaxScale != nil && *f.MaxScale != 0 && *f.MinScale > *f.MaxScale {
 		d.errf("fp16.min_scale", "%v is above max_scale %v (want min_scale <= max_scale)", *f.MinScale, *f.MaxScale)

@@ -36,6 +36,7 @@ type rawSpec struct {
 	Device       toml.Primitive `toml:"device"`
 	Concurrent   toml.Primitive `toml:"concurrent"`
 	ShareDevices toml.Primitive `toml:"share_devices"`
+	Comm         toml.Primitive `toml:"comm"`
 	Synthetic    toml.Primitive `toml:"synthetic"`
 	Grid         toml.Primitive `toml:"grid"`
 	Run          toml.Primitive `toml:"run"`

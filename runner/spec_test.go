@@ -31,7 +31,7 @@ func TestSpecDefaults(t *testing.T) {
 		s.Gamma != 1.0/3 || !reflect.DeepEqual(s.Milestones, []int{20, 40, 60, 80}) ||
 		s.Interval != 5 || s.Checkpoint != "./checkpoint" || s.DataDir != "./data" ||
 		s.Zero.Stage != 1 || s.Gemini.Placement != "static" || s.Gemini.ShardParamFrac != 1 ||
-		!s.ShareDevices || s.Device != "auto" {
+		!s.ShareDevices || s.Device != "auto" || s.Comm != "auto" {
 		t.Fatalf("defaults differ from the reference recipe: %+v", s)
 	}
 	env := func(k string) string {
@@ -67,6 +67,7 @@ results_dir = "out"
 device = "cpu"
 concurrent = true
 share_devices = false
+comm = "host"
 
 [synthetic]
 train = 4000
@@ -111,7 +112,7 @@ func TestSpecAllKeys(t *testing.T) {
 		DataDir: "/d", InChannels: 1, Width: 16, Seed: 7, LR: 2, Milestones: []int{3, 6},
 		Gamma: 0.5, Checkpoint: "./ck/{name}-{plugin}-{precision}-{gpus}", Interval: 0,
 		Resume: 3, TargetAcc: 0.6, EvalEvery: 2, ResultsDir: "out", Device: "cpu",
-		Concurrent: true, ShareDevices: false,
+		Concurrent: true, ShareDevices: false, Comm: "host",
 		Synthetic: SyntheticSpec{Train: 4000, Test: 500, Seed: 7},
 		Grid:      GridSpec{Plugin: []string{"gemini"}, Precision: []string{"bf16"}, GPUs: []int{1, 2}},
 		Runs:      []RunEntry{{Plugin: "low_level_zero", GPUs: 1}},
@@ -180,6 +181,8 @@ var specErrCases = []specErrCase{
 	{"channels", "in_channels = 2\n", "t.toml:1: key `in_channels`: ", "2 is not allowed (want 1 or 3)"},
 	{"dataset", "dataset = \"mnist\"\n", "t.toml:1: key `dataset`: ", `unknown value "mnist" (want "cifar10", "fashion-mnist" or "synthetic")`},
 	{"device", "device = \"gpu\"\n", "t.toml:1: key `device`: ", `unknown value "gpu"`},
+	{"comm", "comm = \"mpi\"\n", "t.toml:1: key `comm`: ", `unknown value "mpi" (want "auto", "device", "nccl" or "host")`},
+	{"comm on cpu", "device = \"cpu\"\n\ncomm = \"nccl\"\n", "t.toml:3: key `comm`: ", `"nccl" needs GPU ranks, but device = "cpu" (want "auto" or "host")`},
 	{"grid plugin", "[grid]\nplugin = [\n  \"gemini\",\n  \"zero3\",\n]\n", "t.toml:2: key `grid.plugin`: ", `unknown value "zero3"`},
 	{"grid precision", "[grid]\nprecision = [\"fp8\"]\n", "t.toml:2: key `grid.precision`: ", `unknown value "fp8"`},
 	{"grid gpus", "[grid]\ngpus = [1, 0]\n", "t.toml:2: key `grid.gpus`: ", "element 2: 0 is out of range"},

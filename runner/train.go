@@ -29,6 +29,9 @@ type job struct {
 	ranks       []*rankState
 	pool        *rankPool
 	group       *parallel.Group
+	commKind    string               // commHost, commStaged, commDevice or commNCCL (comm.go)
+	nccl        []*parallel.NCCLComm // per rank, with commNCCL
+	failed      bool                 // the run ended in an error (close aborts NCCL)
 
 	epoch, step int // position: 0-based epoch index, steps done in it
 	epochLoss   float64
@@ -44,6 +47,7 @@ type job struct {
 // rankState is what one rank owns.
 type rankState struct {
 	be     kernels.Backend
+	comm   parallel.DeviceCommunicator
 	eng    parallel.Trainer
 	loader *data.Loader
 	xh, yh []float32
@@ -76,6 +80,12 @@ func (j *job) setup() error {
 	if err != nil {
 		return err
 	}
+	if j.commKind, err = j.planComm(); err != nil {
+		return err
+	}
+	if err := j.startComm(); err != nil {
+		return err
+	}
 	return j.pool.do(func(r int) error {
 		be, err := j.plan.open(r, n)
 		if err != nil {
@@ -83,12 +93,15 @@ func (j *job) setup() error {
 		}
 		rs := &rankState{be: be}
 		j.ranks[r] = rs
+		if rs.comm, err = j.comm(r, be); err != nil {
+			return err
+		}
 		m := model.NewResNet18(be, model.Config{Width: j.spec.Width, InChannels: j.train.C,
 			NumClasses: len(j.train.Classes), DType: j.precision, Seed: uint64(j.spec.Seed)})
 		if j.cell.Plugin == PluginGemini {
-			rs.eng, err = j.newGemini(r, be, m, engCfg.Scaler)
+			rs.eng, err = j.newGemini(r, be, rs.comm, m, engCfg.Scaler)
 		} else {
-			rs.eng, err = parallel.NewEngine(be, j.comm(r, be), m, engCfg)
+			rs.eng, err = parallel.NewEngine(be, rs.comm, m, engCfg)
 		}
 		if err != nil {
 			return err
@@ -100,14 +113,6 @@ func (j *job) setup() error {
 		rs.y = be.New(kernels.CatData, kernels.F32, b)
 		return nil
 	})
-}
-
-// comm is rank r's communicator for its backend's tensors.
-func (j *job) comm(r int, be kernels.Backend) parallel.DeviceCommunicator {
-	if be.Name() == "cpu" {
-		return parallel.NewHostTensorComm(j.group.Comm(r))
-	}
-	return parallel.NewStagedComm(be, j.group.Comm(r))
 }
 
 func (j *job) engineConfig() (parallel.EngineConfig, error) {
@@ -134,11 +139,16 @@ func (j *job) close() {
 		return
 	}
 	j.pool.do(func(r int) error {
-		if rs := j.ranks[r]; rs != nil && rs.eng != nil {
+		rs := j.ranks[r]
+		if rs == nil {
+			return nil
+		}
+		if rs.eng != nil {
 			rs.eng.Free()
 			rs.eng.Model().Free()
-			closeBackend(rs.be)
 		}
+		j.closeComm(r, rs)
+		closeBackend(rs.be)
 		return nil
 	})
 	j.pool.close()

@@ -19,10 +19,17 @@
 #   table80   issue 9's 80-epoch table: every plugin and both peers at once,
 #             each resuming from its own checkpoint; call it again on the warm
 #             machine until done (T80_DEADLINE seconds per call)
+#   comm      issue 4: the device communicator's GPU tests and all-reduce
+#             benchmark (.dev/parallel.test), then torch_ddp_fp16,
+#             low_level_zero and gemini 1 epoch with 2 ranks sharing GPU 0 over
+#             comm = "device"; with 2+ GPUs also one rank per GPU over
+#             "device" and "nccl" (COMM_HOST=1 adds the old host-staged path)
 #
 # Expects (carried in .dev/): resnetlab (CGO_ENABLED=0 build), torch_peer.py,
-# fmnist/*.gz. Everything printed goes to $OUT/device.log too; result JSON,
-# logs and specs come back in $OUT/device.tgz.
+# fmnist/*.gz; the comm stage also parallel.test, built with
+#   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/parallel.test ./parallel
+# Everything printed goes to $OUT/device.log too; result JSON, logs and specs
+# come back in $OUT/device.tgz.
 set -u
 OUT=${OUT:-/tmp/out}
 EPOCHS=${EPOCHS:-12}
@@ -184,6 +191,64 @@ stage_table80() {
 		echo "--- $p"
 		tail -n 2 "$p"
 	done
+}
+
+# commtable SPEC...: step time of each run of the given specs (1 epoch).
+commtable() {
+	python3 - "$@" <<'EOF'
+import glob, json, sys
+print(f"{'run':<40} {'comm':<12} {'epoch s':>8} {'step ms':>8} {'img/s':>8} {'peak MiB':>9} {'acc':>7}")
+for spec in sys.argv[1:]:
+    for f in sorted(glob.glob(f"/tmp/w/results/{spec}-*.json")):
+        r = json.load(open(f))
+        steps = 60000 // (r["batch_size"] * r["world_size"])
+        peak = max(r.get("peak_device_bytes_per_rank") or [0]) / 2**20
+        print(f"{spec + '/' + r['run']:<40} {r.get('comm', '?'):<12} {r['train_seconds']:>8.1f} "
+              f"{1000 * r['train_seconds'] / steps:>8.1f} {r['images_per_second']:>8.0f} {peak:>9.1f} "
+              f"{100 * r['final_test_acc']:>6.2f}% {r['status']}")
+EOF
+}
+
+# Issue 4. Device tests and benchmark of parallel.DeviceComm from the test
+# binary, then 1 epoch of the three plugins that communicate most, with 2
+# ranks sharing GPU 0 (CUDA_VISIBLE_DEVICES=0 makes them share on any
+# machine). NCCL refuses two ranks on one GPU: its runs need 2 GPUs
+# (kind nvidia-h200-x2); on one GPU the stage shows the refusal once.
+stage_comm() {
+	local T=$PWD/.dev/parallel.test ngpu specs=() plugins c
+	plugins='plugin = ["torch_ddp_fp16", "low_level_zero", "gemini"]'
+	ngpu=$(nvidia-smi -L | wc -l)
+	step "DeviceComm on the GPU: tests (2 and 3 ranks on GPU 0; with 2 GPUs across them, and NCCL) and benchmark"
+	if [ -x "$T" ]; then
+		timeout 300 "$T" -test.run 'Device|NCCL' -test.v
+		timeout 240 "$T" -test.run '^$' -test.bench 'DeviceComm' -test.benchtime 30x
+	else
+		echo "missing $T: build it with CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/parallel.test ./parallel"
+	fi
+	step "2 ranks sharing GPU 0, comm = device, 1 epoch"
+	CUDA_VISIBLE_DEVICES=0 timeout 240 "$B" run --headless "$(spec comm_dev_shared 1 'comm = "device"' \
+		'[grid]' "$plugins" 'gpus = [2]')"
+	specs+=(comm_dev_shared)
+	if [ "${COMM_HOST:-0}" = 1 ]; then
+		step "2 ranks sharing GPU 0, comm = host (the old staged path), 1 epoch"
+		CUDA_VISIBLE_DEVICES=0 timeout 400 "$B" run --headless "$(spec comm_host_shared 1 'comm = "host"' \
+			'[grid]' "$plugins" 'gpus = [2]')"
+		specs+=(comm_host_shared)
+	fi
+	if [ "$ngpu" -ge 2 ]; then
+		for c in device nccl; do
+			step "2 ranks on 2 GPUs, comm = $c, 1 epoch"
+			CUDA_VISIBLE_DEVICES=0,1 timeout 240 "$B" run --headless "$(spec "comm_${c}_2gpu" 1 "comm = \"$c\"" \
+				'[grid]' "$plugins" 'gpus = [2]')"
+			specs+=("comm_${c}_2gpu")
+		done
+	else
+		step "comm = nccl with 2 ranks on one GPU: refused with a clear error"
+		CUDA_VISIBLE_DEVICES=0 timeout 60 "$B" run --headless "$(spec comm_nccl_shared 1 'comm = "nccl"' \
+			'[[run]]' 'plugin = "torch_ddp_fp16"' 'gpus = 2')"
+	fi
+	step "comm stage: step times (host-staged, docs/benchmarks.md: 14.8 s torch_ddp_fp16, 21.3 s low_level_zero, ~150 s gemini per epoch)"
+	commtable "${specs[@]}"
 }
 
 stage_interop() {
