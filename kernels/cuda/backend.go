@@ -38,6 +38,8 @@ type Backend struct {
 	stageCap int
 
 	capturing bool
+	prof      profiler
+	cnt       kernels.Counters
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -117,6 +119,7 @@ func (b *Backend) Close() {
 		_ = call("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
 	}
 	b.alloc.releaseAll()
+	b.destroyProfEvents()
 	for _, p := range b.tables {
 		_ = call("cuMemFree_v2(table)", drv.cuMemFree, p)
 	}
@@ -164,6 +167,7 @@ func (b *Backend) Sync() error {
 	if b.capturing {
 		return fmt.Errorf("cuda: Sync during graph capture (end the capture first)")
 	}
+	b.cnt.Syncs++
 	return call("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
 }
 
@@ -183,6 +187,7 @@ func (b *Backend) Record() Event {
 // Elapsed returns the milliseconds from start to end and destroys both.
 func (b *Backend) Elapsed(start, end Event) float32 {
 	defer b.bind()()
+	b.cnt.Syncs++
 	must("cuEventSynchronize", drv.cuEventSynchronize, end.h)
 	var ms float32
 	must("cuEventElapsedTime", drv.cuEventElapsedTime, uintptr(unsafe.Pointer(&ms)), start.h, end.h)

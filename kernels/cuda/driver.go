@@ -24,6 +24,7 @@ var drv struct {
 	cuEventDestroy, cuModuleLoadData, cuModuleGetFunction, cuModuleUnload          uintptr
 	cuLaunchKernel, cuGetErrorName, cuStreamBeginCapture, cuStreamEndCapture       uintptr
 	cuGraphInstantiateWithFlags, cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy uintptr
+	cuEventRecordWithFlags                                                         uintptr
 }
 
 // symbols maps each entry point to its versioned driver symbol.
@@ -68,6 +69,7 @@ var symbols = []struct {
 	{&drv.cuGraphLaunch, "cuGraphLaunch"},
 	{&drv.cuGraphExecDestroy, "cuGraphExecDestroy"},
 	{&drv.cuGraphDestroy, "cuGraphDestroy"},
+	{&drv.cuEventRecordWithFlags, "cuEventRecordWithFlags"},
 }
 
 // Driver constants used here (cuda.h).
@@ -77,6 +79,7 @@ const (
 	streamNonBlocking       = 1
 	captureModeRelaxed      = 2
 	eventDefault            = 0
+	eventRecordExternal     = 1 // CU_EVENT_RECORD_EXTERNAL: a timing node in a captured graph
 )
 
 // Error is a failed driver call: the call and the CUresult's name.

@@ -144,6 +144,7 @@ func (b *Backend) launch(name string, gx, gy, gz, block int) {
 	if gx <= 0 || gy <= 0 || gz <= 0 {
 		panic(fmt.Sprintf("cuda: %s launched on an empty grid (%d,%d,%d)", name, gx, gy, gz))
 	}
+	b.cnt.Launches++
 	// SyscallN directly: the error text is built only on failure.
 	r, _, _ := purego.SyscallN(drv.cuLaunchKernel, b.mod.fn(name),
 		uintptr(gx), uintptr(gy), uintptr(gz), uintptr(block), 1, 1, 0, b.stream, uintptr(b.args.base), 0)

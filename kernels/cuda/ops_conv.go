@@ -137,7 +137,7 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // Conv2dForward: y = conv(x, w), as an implicit GEMM on tensor cores (TF32
 // for fp32 unless b.TF32 is off; fp16/bf16 operands with fp32 accumulation).
 func (b *Backend) Conv2dForward(y, x, w *kernels.Tensor, p kernels.ConvParams) {
-	defer b.bind()()
+	defer b.enter("Conv2dForward", y, x, w)()
 	op := "Conv2dForward"
 	b.owns(op, y, x, w)
 	s := convShapeOf(op, x, w, p)
@@ -150,7 +150,7 @@ func (b *Backend) Conv2dForward(y, x, w *kernels.Tensor, p kernels.ConvParams) {
 
 // Conv2dBackward writes dx (skipped if nil) and dw.
 func (b *Backend) Conv2dBackward(dx, dw, dy, x, w *kernels.Tensor, p kernels.ConvParams) {
-	defer b.bind()()
+	defer b.enter("Conv2dBackward", dy, x, w)()
 	op := "Conv2dBackward"
 	b.owns(op, dx, dw, dy, x, w)
 	s := convShapeOf(op, x, w, p)
@@ -179,7 +179,7 @@ func linearShape(op string, x, w *kernels.Tensor) convShape {
 
 // LinearForward: y = x w^T + bias (bias may be nil), exact fp32 for fp32.
 func (b *Backend) LinearForward(y, x, w, bias *kernels.Tensor) {
-	defer b.bind()()
+	defer b.enter("LinearForward", y, x, w)()
 	op := "LinearForward"
 	b.owns(op, y, x, w, bias)
 	s := linearShape(op, x, w)
@@ -195,7 +195,7 @@ func (b *Backend) LinearForward(y, x, w, bias *kernels.Tensor) {
 
 // LinearBackward writes dx and db unless nil, and dw.
 func (b *Backend) LinearBackward(dx, dw, db, dy, x, w *kernels.Tensor) {
-	defer b.bind()()
+	defer b.enter("LinearBackward", dy, x, w)()
 	op := "LinearBackward"
 	b.owns(op, dx, dw, db, dy, x, w)
 	s := linearShape(op, x, w)

@@ -11,7 +11,7 @@ import (
 // SoftmaxCrossEntropy writes the batch-mean loss into loss[0] and, unless
 // dlogits is nil, (softmax - onehot) * scale / N into dlogits.
 func (b *Backend) SoftmaxCrossEntropy(loss, dlogits, logits, labels *kernels.Tensor, scale float32) {
-	defer b.bind()()
+	defer b.enter("SoftmaxCrossEntropy", logits)()
 	op := "SoftmaxCrossEntropy"
 	b.owns(op, loss, dlogits, logits, labels)
 	if len(logits.Shape) != 2 {
@@ -83,6 +83,7 @@ func table[E any](b *Backend, entries []E) uintptr {
 		must("cuMemAllocHost_v2(table staging)", drv.cuMemAllocHost, uintptr(unsafe.Pointer(&b.stage)), uintptr(b.stageCap))
 	}
 	copy(unsafe.Slice((*byte)(b.stage), size), bytes)
+	b.cnt.Syncs++ // a synchronous copy
 	must("cuMemcpyHtoD_v2(table)", drv.cuMemcpyHtoD, p, uintptr(b.stage), uintptr(size))
 	b.tables[key] = p
 	b.alloc.account(kernels.CatWorkspace, int64(size))
@@ -92,7 +93,7 @@ func table[E any](b *Backend, entries []E) uintptr {
 // NonFinite reports whether any element of ts is inf or NaN: one launch
 // sets a device flag, then a 4-byte copy brings it back.
 func (b *Backend) NonFinite(ts []*kernels.Tensor) bool {
-	defer b.bind()()
+	defer b.enterList("NonFinite", ts)()
 	b.noCapture("NonFinite")
 	b.owns("NonFinite", ts...)
 	var tab []nfEntry
@@ -108,11 +109,11 @@ func (b *Backend) NonFinite(ts []*kernels.Tensor) bool {
 		return false
 	}
 	p := table(b, tab)
-	must("cuMemsetD8Async", drv.cuMemsetD8Async, b.flag, 0, 4, b.stream)
+	b.memsetAsync(b.flag, 4)
 	b.args.reset().ptr(p).i32(len(tab)).ptr(b.flag)
 	b.launch("nonfinite", blocks, 1, 1, 256)
-	must("cuMemcpyDtoHAsync_v2(flag)", drv.cuMemcpyDtoHAsync, uintptr(b.host), b.flag, 4, b.stream)
-	must("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
+	b.copyAsync("cuMemcpyDtoHAsync_v2(flag)", drv.cuMemcpyDtoHAsync, uintptr(b.host), b.flag, 4)
+	b.syncStream()
 	return *(*int32)(b.host) != 0
 }
 
@@ -121,7 +122,7 @@ func (b *Backend) NonFinite(ts []*kernels.Tensor) bool {
 // hyper-parameters travel by value: a captured graph replays them as they
 // were at capture time. A GradScale of 0 means 1.
 func (b *Backend) AdamStep(params, grads, m, v []*kernels.Tensor, hp kernels.AdamParams) {
-	defer b.bind()()
+	defer b.enterList("AdamStep", params)()
 	op := "AdamStep"
 	if len(grads) != len(params) || len(m) != len(params) || len(v) != len(params) {
 		panic(fmt.Sprintf("cuda: %s: %d params, %d grads, %d m, %d v", op, len(params), len(grads), len(m), len(v)))
