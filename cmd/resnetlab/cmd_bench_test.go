@@ -3,10 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"resnetlab/kernels"
-	"resnetlab/runner"
 	"strings"
 	"testing"
+
+	"resnetlab/kernels"
+	"resnetlab/runner"
 )
 
 func TestBenchPrintsEveryPrecision(t *testing.T) {
