@@ -60,7 +60,7 @@ type Engine struct {
 	step   int // Adam steps taken (skipped steps excluded)
 
 	sharded bool
-	direct  *direct // mixed-precision DDP: per-parameter Adam (direct.go); nil otherwise
+	direct  *direct           // mixed-precision DDP: per-parameter Adam (direct.go); nil otherwise
 	master  *kernels.Tensor   // fp32 master weights: full (DDP) or this rank's shard (ZeRO)
 	grad    *kernels.Tensor   // fp32 gradients: full (DDP, ZeRO-1) or shard (ZeRO-2)
 	stages  []*kernels.Tensor // buckets of staging (ZeRO-2): two with async overlap, else one
