@@ -38,6 +38,7 @@ type Backend struct {
 	stageCap int
 
 	capturing bool
+	adamCopy  bool // AdamStepCopy uses adam_copy (see optional)
 	prof      profiler
 	cnt       kernels.Counters
 }
@@ -105,7 +106,18 @@ func (b *Backend) open() error {
 	b.alloc.init(b)
 	mods, err := loadModules()
 	b.mod = mods
+	if err == nil {
+		b.adamCopy = b.optional("adam_copy", "RESNETLAB_ADAM_COPY")
+	}
 	return err
+}
+
+// optional reports whether an optional kernel is used: the loaded PTX has
+// it (an older build may not) and environment variable env is not "0".
+// Kernels that replace an older one stay selectable this way, so one device
+// run can compare both and fall back.
+func (b *Backend) optional(kernel, env string) bool {
+	return os.Getenv(env) != "0" && b.mod.has(kernel)
 }
 
 // Close frees every device allocation, the stream and the context
