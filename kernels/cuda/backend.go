@@ -39,6 +39,8 @@ type Backend struct {
 
 	capturing bool
 	adamCopy  bool // AdamStepCopy uses adam_copy (see optional)
+	convV2    bool // fp16/bf16 convolutions use the _v2 loader entries
+	convVec   bool // ... and their 16-byte loads where possible (_v2vec)
 	prof      profiler
 	cnt       kernels.Counters
 }
@@ -108,6 +110,8 @@ func (b *Backend) open() error {
 	b.mod = mods
 	if err == nil {
 		b.adamCopy = b.optional("adam_copy", "RESNETLAB_ADAM_COPY")
+		b.convV2 = b.optional("conv_fwd_f16_v2", "RESNETLAB_CONV_V2")
+		b.convVec = b.convV2 && b.optional("conv_fwd_f16_v2vec", "RESNETLAB_CONV_VEC")
 	}
 	return err
 }

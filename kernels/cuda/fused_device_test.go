@@ -143,3 +143,60 @@ func TestProfileRecordsOps(t *testing.T) {
 	b.Free(w)
 	b.Free(y)
 }
+
+// The fp16/bf16 loader versions of src/conv.cu stage the same values in the
+// same places, so the original (RESNETLAB_CONV_V2=0), version 2 and
+// version 2 with 16-byte loads must agree bit for bit on every pass,
+// split-K included, also for a weight view that is not 16-byte aligned
+// (which must fall back to the element loads).
+func TestConvLoaderVersionsAgree(t *testing.T) {
+	b := device(t)
+	if !b.mod.has("conv_fwd_f16_v2vec") {
+		t.Skip("the loaded PTX has no _v2 conv entries (built from kernels/cuda/src before next/conv.cu was promoted)")
+	}
+	e := newEnv(t)
+	v2, vec := b.convV2, b.convVec
+	defer func() { b.convV2, b.convVec = v2, vec }()
+	cases := append(append([]convCase{}, convCases...), resnetConvs[1], resnetConvs[3], resnetConvs[6])
+	for _, cc := range cases {
+		for _, dt := range []kernels.DType{kernels.F16, kernels.BF16} {
+			for _, off := range []int{0, 1} {
+				cp := kernels.ConvParams{Stride: cc.stride, Pad: cc.pad}
+				P, Q := convOut(cc)
+				x := e.randn(kernels.CatActivations, dt, 1, cc.n, cc.c, cc.h, cc.w).g
+				wBase := e.randn(kernels.CatParams, dt, 0.2, off+cc.k*cc.c*cc.r*cc.s).g
+				w := kernels.View(wBase, off, cc.k, cc.c, cc.r, cc.s)
+				dy := e.randn(kernels.CatActivations, dt, 1, cc.n, cc.k, P, Q).g
+				var ref [3][]float32
+				for v, sel := range [][2]bool{{false, false}, {true, false}, {true, true}} {
+					b.convV2, b.convVec = sel[0], sel[1]
+					y := b.New(kernels.CatActivations, dt, cc.n, cc.k, P, Q)
+					dx := b.New(kernels.CatActivations, dt, cc.n, cc.c, cc.h, cc.w)
+					dw := b.New(kernels.CatGrads, dt, cc.k, cc.c, cc.r, cc.s)
+					b.Conv2dForward(y, x, w, cp)
+					b.Conv2dBackward(dx, dw, dy, x, w, cp)
+					got := [3][]float32{download(b, y), download(b, dx), download(b, dw)}
+					for i, g := range got {
+						if v == 0 {
+							ref[i] = g
+							continue
+						}
+						for j := range g {
+							if math.Float32bits(g[j]) != math.Float32bits(ref[i][j]) {
+								t.Errorf("%+v %v w offset %d: %s of loader %v differs from the original at [%d]: %g vs %g",
+									cc, dt, off, []string{"y", "dx", "dw"}[i], sel, j, g[j], ref[i][j])
+								break
+							}
+						}
+					}
+					b.Free(y)
+					b.Free(dx)
+					b.Free(dw)
+				}
+				b.Free(x)
+				b.Free(wBase)
+				b.Free(dy)
+			}
+		}
+	}
+}

@@ -3,8 +3,8 @@ package cuda
 import (
 	"fmt"
 	"math"
-	"os"
 	"math/rand"
+	"os"
 	"testing"
 
 	"resnetlab/kernels"
