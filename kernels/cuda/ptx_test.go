@@ -57,7 +57,7 @@ func TestVecOK(t *testing.T) {
 		want bool
 	}{
 		{modeFwd, l2, 0x1000, 0x2000, true},
-		{modeFwd, l2, 0x1000, 0x2002, false},  // weight view off a 16-byte boundary
+		{modeFwd, l2, 0x1000, 0x2002, false},   // weight view off a 16-byte boundary
 		{modeFwd, stem, 0x1000, 0x2000, false}, // C*R*S = 147
 		{modeFwd, l4, 0x1000, 0x2000, true},
 		{modeBwdWeight, l2, 0x1000, 0x2000, true}, // P*Q = 16
