@@ -112,3 +112,68 @@ func stateOfInit(t *testing.T, dt kernels.DType) *State {
 	_, st, _ := stepLog(t, dt, false, 0, -1)
 	return st
 }
+
+// opCounter counts the host-visible work of a step: copies, host reads,
+// Adam calls, on a CPU backend that claims the fused interfaces (and runs
+// them through the plain ops underneath).
+type opCounter struct {
+	kernels.Backend
+	copies, downloads, nonFinite, adam, adamCopy, fused int
+}
+
+func (c *opCounter) Copy(dst, src *kernels.Tensor)           { c.copies++; c.Backend.Copy(dst, src) }
+func (c *opCounter) Download(t *kernels.Tensor, d []float32) { c.downloads++; c.Backend.Download(t, d) }
+func (c *opCounter) NonFinite(ts []*kernels.Tensor) bool {
+	c.nonFinite++
+	return c.Backend.NonFinite(ts)
+}
+func (c *opCounter) AdamStep(p, g, m, v []*kernels.Tensor, hp kernels.AdamParams) {
+	c.adam++
+	c.Backend.AdamStep(p, g, m, v, hp)
+}
+func (c *opCounter) AdamStepCopy(p, g, m, v, cp []*kernels.Tensor, hp kernels.AdamParams) {
+	c.adamCopy++
+	kernels.AdamStepCopy(c.Backend, p, g, m, v, cp, hp)
+}
+func (c *opCounter) LossAndNonFinite(loss *kernels.Tensor, ts []*kernels.Tensor) (float32, bool) {
+	c.fused++
+	return kernels.LossAndNonFinite(c.Backend, loss, ts)
+}
+
+// One mixed-precision step on one rank asks the device for nothing beyond
+// forward and backward but one fused Adam and one fused loss+overflow read:
+// no per-tensor copies, no separate download or NonFinite (the general
+// path, NoDirect, copies every gradient in). fp32 keeps its one download.
+func TestDirectStepIssuesNoCopies(t *testing.T) {
+	for _, c := range []struct {
+		dt       kernels.DType
+		noDirect bool
+		want     [6]int // copies, downloads, NonFinite, AdamStep, AdamStepCopy, LossAndNonFinite
+	}{
+		{kernels.F16, false, [6]int{0, 0, 0, 0, 1, 1}},
+		{kernels.BF16, false, [6]int{0, 0, 0, 0, 1, 1}},
+		{kernels.F16, true, [6]int{62, 0, 0, 0, 1, 1}}, // the gather of 62 gradients
+		{kernels.F32, false, [6]int{0, 1, 0, 1, 0, 0}},
+	} {
+		be := &opCounter{Backend: cpu.New()}
+		m := model.NewResNet18(be, model.Config{Width: testWidth, InChannels: 3, NumClasses: 10, DType: c.dt, Seed: 3})
+		cfg := EngineConfig{Plugin: TorchDDP, Precision: c.dt, NoDirect: c.noDirect,
+			Scaler: ScalerConfig{InitialScale: 1024, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 100, Hysteresis: 1}}
+		e, err := NewEngine(be, NewHostTensorComm(NewGroup(1).Comm(0)), m, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := batchOf(be, c.dt, 4, 0, 0, 1)
+		*be = opCounter{Backend: be.Backend}
+		if _, err := e.Step(b.X, b.Labels, 1e-3); err != nil {
+			t.Fatal(err)
+		}
+		got := [6]int{be.copies, be.downloads, be.nonFinite, be.adam, be.adamCopy, be.fused}
+		if got != c.want {
+			t.Errorf("%s (NoDirect %v) step: copies, downloads, NonFinite, AdamStep, AdamStepCopy, LossAndNonFinite = %v, want %v",
+				c.dt, c.noDirect, got, c.want)
+		}
+		e.Free()
+		m.Free()
+	}
+}
