@@ -222,11 +222,16 @@ stage_fp16() {
 	done
 	export RESNETLAB_PTX_DIR=$w/ptx
 	step "fp16: device tests on that PTX"
-	# One process per group, so a panic loses one group only.
+	# One process per group, so a panic loses one group only. A new kernel
+	# that fails its test is switched off for the rest of the stage.
 	for f in 'PTX|VecOK' AdamStepCopy LossAndNonFinite ProfileRecords ConvLoader ConvMatches ConvDet \
 		'AdamMatches|NonFinite' Graph ResNet18Trains; do
-		(cd kernels/cuda && timeout 60 "$root/.dev/cudatest" -test.v -test.run "$f" >>"$w/test.log" 2>&1) ||
-			echo "--- FAIL: group $f (exit $?)" | tee -a "$w/test.log"
+		(cd kernels/cuda && timeout 60 "$root/.dev/cudatest" -test.v -test.run "$f" >>"$w/test.log" 2>&1) && continue
+		echo "--- FAIL: group $f" | tee -a "$w/test.log"
+		case $f in
+		AdamStepCopy) export RESNETLAB_ADAM_COPY=0 && echo "fp16: adam_copy off (RESNETLAB_ADAM_COPY=0) from here on" ;;
+		ConvLoader | ConvMatches) export RESNETLAB_CONV_V2=0 && echo "fp16: conv loader v2 off (RESNETLAB_CONV_V2=0) from here on" ;;
+		esac
 	done
 	grep -E "^(--- FAIL|FAIL|ok|PASS)|--- SKIP|panic|differs|relative error|loss " "$w/test.log" | head -40
 	step "fp16: train step, test net (ms/step device time; new kernels, then old)"
@@ -254,7 +259,7 @@ stage_fp16() {
 	awk '/profile:/ {print} / by op \(/ {p = 1} p {print} /  total$/ {p = 0}' "$w/bench_new.log"
 	echo "bench exit $rc"
 	"${old[@]}" timeout 60 "$B" bench --device cuda --steps 200 --warmup 20 --precision fp32,fp16 2>&1 | sed 's/^/old  /'
-	unset RESNETLAB_PTX_DIR
+	unset RESNETLAB_PTX_DIR RESNETLAB_ADAM_COPY RESNETLAB_CONV_V2
 	tar -C "$w" -czf "$OUT/fp16.tgz" ptx gen.log test.log profile_new.log profile_old.log bench_new.log
 }
 
