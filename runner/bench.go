@@ -56,10 +56,12 @@ func Bench(ctx context.Context, o BenchOptions) ([]BenchResult, error) {
 			return out, ctx.Err()
 		}
 		r, err := benchOne(plan, o, p)
+		if r.Steps > 0 {
+			out = append(out, r) // timed, even if its profile failed
+		}
 		if err != nil {
 			return out, fmt.Errorf("%s %s: %w", o.Plugin, p, err)
 		}
-		out = append(out, r)
 	}
 	return out, nil
 }
