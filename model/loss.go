@@ -32,6 +32,9 @@ func (c *CrossEntropy) Value() float32 {
 	return c.host[0]
 }
 
+// Loss is the device scalar the last Forward wrote (fp32, one element).
+func (c *CrossEntropy) Loss() *kernels.Tensor { return c.loss }
+
 // Free releases the buffers.
 func (c *CrossEntropy) Free() {
 	release(c.be, &c.loss)

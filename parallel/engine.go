@@ -28,6 +28,12 @@ type EngineConfig struct {
 	// soon as the bucket is complete during backward (see grads.go). The
 	// results are the same bit for bit; it is there to compare and debug.
 	NoOverlap bool
+	// NoDirect keeps mixed-precision DDP on one rank on the general path:
+	// gradients gathered into the flat fp32 buffer, Adam on it, weights cast
+	// back afterwards. By default such a rank lets Adam read the model's own
+	// gradients and write its low-precision weights (direct.go). Same
+	// results bit for bit; it is there to compare and debug.
+	NoDirect bool
 }
 
 // StepStats is what one training step reports.
@@ -54,6 +60,7 @@ type Engine struct {
 	step   int // Adam steps taken (skipped steps excluded)
 
 	sharded bool
+	direct  *direct           // mixed-precision DDP: per-parameter Adam (direct.go); nil otherwise
 	master  *kernels.Tensor   // fp32 master weights: full (DDP) or this rank's shard (ZeRO)
 	grad    *kernels.Tensor   // fp32 gradients: full (DDP, ZeRO-1) or shard (ZeRO-2)
 	stages  []*kernels.Tensor // buckets of staging (ZeRO-2): two with async overlap, else one
@@ -156,6 +163,9 @@ func (e *Engine) allocate() error {
 		e.bindFP32()
 	} else {
 		l.scatter(e.be, e.params, weights, full, 0, l.padded())
+		if !e.sharded {
+			e.direct = e.newDirect()
+		}
 	}
 	return nil
 }
@@ -223,11 +233,15 @@ func (e *Engine) StepAccum(micro []Batch, lr float32) (StepStats, error) {
 		st.LossScale = e.scaler.Scale
 	}
 	var err error
+	e.setDirect(len(micro))
 	if st.Loss, err = e.forwardBackward(micro, scale); err != nil {
 		return st, err
 	}
 	if e.cfg.Precision != kernels.F32 {
-		overflow, err := e.overflow()
+		// The last micro-batch's loss comes back with the overflow check:
+		// one wait for the device per step, as in fp32.
+		last, overflow, err := e.overflow()
+		st.Loss += last / float32(len(micro))
 		if err != nil {
 			return st, err
 		}
@@ -274,16 +288,19 @@ func (e *Engine) forwardBackward(micro []Batch, scale float32) (float32, error) 
 		logits := e.model.Forward(b.X, true)
 		_, dlogits := e.ce.Forward(logits, b.Labels, scale/float32(len(micro)), true)
 		e.backward(dlogits, i, len(micro))
-		loss += e.ce.Value() / float32(len(micro))
+		if i < len(micro)-1 || e.cfg.Precision == kernels.F32 {
+			loss += e.ce.Value() / float32(len(micro))
+		} // else StepAccum reads it with the overflow check
 	}
 	return loss, e.finishReduction()
 }
 
-// overflow votes over all ranks whether any gradient is inf or NaN.
-func (e *Engine) overflow() (bool, error) {
-	bad := e.be.NonFinite(e.ownedGrads())
+// overflow returns the last loss and votes over all ranks whether any
+// gradient is inf or NaN.
+func (e *Engine) overflow() (float32, bool, error) {
+	loss, bad := kernels.LossAndNonFinite(e.be, e.ce.Loss(), e.checkedGrads())
 	if e.lay.world == 1 {
-		return bad, nil
+		return loss, bad, nil
 	}
 	v := float32(0)
 	if bad {
@@ -291,11 +308,11 @@ func (e *Engine) overflow() (bool, error) {
 	}
 	e.be.Fill(e.flag, v)
 	if err := e.comm.AllReduce(e.flag, Sum); err != nil {
-		return false, fmt.Errorf("overflow vote: %w", err)
+		return loss, false, fmt.Errorf("overflow vote: %w", err)
 	}
 	var h [1]float32
 	e.be.Download(e.flag, h[:])
-	return h[0] > 0, nil
+	return loss, h[0] > 0, nil
 }
 
 // ownedGrads are the gradient views that this rank's Adam reads.
@@ -314,6 +331,10 @@ func (e *Engine) ownedGrads() []*kernels.Tensor {
 // adam updates the master weights this rank owns in one fused call.
 func (e *Engine) adam(lr, gradScale float32) {
 	hp := kernels.AdamParams{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: e.step, GradScale: gradScale}
+	if e.direct != nil {
+		e.direct.adam(e.be, hp)
+		return
+	}
 	gs := e.ownedGrads()
 	if len(gs) == 1 {
 		e.be.AdamStep([]*kernels.Tensor{e.master}, gs, []*kernels.Tensor{e.m}, []*kernels.Tensor{e.v}, hp)
@@ -335,10 +356,7 @@ func (e *Engine) adam(lr, gradScale float32) {
 func (e *Engine) publish() error {
 	l := e.lay
 	switch {
-	case e.cfg.Precision == kernels.F32 && !e.sharded:
-		return nil
-	case !e.sharded:
-		l.scatter(e.be, e.params, weights, e.master, 0, l.padded())
+	case !e.sharded: // fp32: views of master; mixed: Adam wrote the weights
 		return nil
 	}
 	for k := 0; k < l.buckets; k++ {

@@ -44,6 +44,9 @@ func (e *Engine) backward(dlogits *kernels.Tensor, i, n int) {
 // bucketReady collects bucket k's gradients of this micro-batch into the
 // flat buffer and, on the last micro-batch, launches its reduction.
 func (e *Engine) bucketReady(k int) {
+	if e.direct != nil && e.direct.on {
+		return // Adam reads the model's gradients where they are
+	}
 	if e.zero2() {
 		e.reduceScatterBucket(k)
 		return

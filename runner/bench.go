@@ -20,6 +20,9 @@ type BenchOptions struct {
 	Warmup     int      // untimed steps first (allocation, PTX load)
 	Precisions []string // e.g. fp32, fp16
 	Plugin     string   // torch_ddp or low_level_zero
+	// Profile > 0 times every backend op over that many more steps after
+	// the timed ones (backends implementing kernels.Profiler only).
+	Profile int
 }
 
 // BenchResult is one timed configuration.
@@ -28,6 +31,15 @@ type BenchResult struct {
 	StepMS                    float64 // mean wall time of one step, device synchronised
 	ImagesPerSec              float64
 	PeakBytes                 int64
+	// Counters over the timed steps (Steps of them), on backends that count
+	// (kernels.Profiler); zero otherwise.
+	Counters kernels.Counters
+	Steps    int
+	// Profile holds the op records of ProfileSteps steps after the timed
+	// ones and ProfileWallMS their wall time, device synchronised.
+	Profile       []kernels.OpRecord
+	ProfileSteps  int
+	ProfileWallMS float64
 }
 
 // Bench times full training steps (forward, loss, backward, gradient
@@ -44,10 +56,12 @@ func Bench(ctx context.Context, o BenchOptions) ([]BenchResult, error) {
 			return out, ctx.Err()
 		}
 		r, err := benchOne(plan, o, p)
+		if r.Steps > 0 {
+			out = append(out, r) // timed, even if its profile failed
+		}
 		if err != nil {
 			return out, fmt.Errorf("%s %s: %w", o.Plugin, p, err)
 		}
-		out = append(out, r)
 	}
 	return out, nil
 }
@@ -62,6 +76,9 @@ func benchOne(plan backendPlan, o BenchOptions, precision string) (BenchResult, 
 		return BenchResult{}, err
 	}
 	defer closeBackend(be)
+	if benchWrap != nil {
+		be = benchWrap(be)
+	}
 	m := model.NewResNet18(be, model.Config{Width: o.Width, InChannels: 3, NumClasses: 10, DType: dt, Seed: 1})
 	defer m.Free()
 	cfg := parallel.EngineConfig{Plugin: o.Plugin, Precision: dt, ZeroStage: 1,
@@ -84,20 +101,56 @@ func benchOne(plan backendPlan, o BenchOptions, precision string) (BenchResult, 
 		return BenchResult{}, err
 	}
 	be.ResetPeak()
+	prof, _ := be.(kernels.Profiler)
+	var c0 kernels.Counters
+	if prof != nil {
+		c0 = prof.Counters()
+	}
+	dt2, err := timeSteps(be, e, x, y, o.Steps)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	r := BenchResult{Plugin: o.Plugin, Precision: precision, Device: be.Device(),
+		StepMS: 1000 * dt2 / float64(o.Steps), ImagesPerSec: float64(o.Steps*o.Batch) / dt2,
+		PeakBytes: be.MemStats().TotalPeak, Steps: o.Steps}
+	if prof != nil {
+		r.Counters = prof.Counters().Sub(c0)
+	}
+	if o.Profile > 0 {
+		if prof == nil {
+			return r, fmt.Errorf("--profile needs a backend that times its ops (cuda); %s does not", be.Name())
+		}
+		prof.StartProfile()
+		wall, err := timeSteps(be, e, x, y, o.Profile)
+		recs, perr := prof.StopProfile()
+		if err == nil {
+			err = perr
+		}
+		r.Profile, r.ProfileSteps, r.ProfileWallMS = recs, o.Profile, 1000*wall
+		if err != nil {
+			return r, fmt.Errorf("profile: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// timeSteps runs n training steps and returns their wall time in seconds,
+// with the device synchronised at the end.
+func timeSteps(be kernels.Backend, e *parallel.Engine, x, y *kernels.Tensor, n int) (float64, error) {
 	t0 := time.Now()
-	for i := 0; i < o.Steps; i++ {
+	for i := 0; i < n; i++ {
 		if _, err := e.Step(x, y, 1e-3); err != nil {
-			return BenchResult{}, err
+			return 0, err
 		}
 	}
 	if err := be.Sync(); err != nil {
-		return BenchResult{}, err
+		return 0, err
 	}
-	dt2 := time.Since(t0).Seconds()
-	return BenchResult{Plugin: o.Plugin, Precision: precision, Device: be.Device(),
-		StepMS: 1000 * dt2 / float64(o.Steps), ImagesPerSec: float64(o.Steps*o.Batch) / dt2,
-		PeakBytes: be.MemStats().TotalPeak}, nil
+	return time.Since(t0).Seconds(), nil
 }
+
+// benchWrap, when set (tests), wraps the backend Bench opens.
+var benchWrap func(kernels.Backend) kernels.Backend
 
 // randomBatch is a fixed batch of uniform images and random labels.
 func randomBatch(be kernels.Backend, dt kernels.DType, n int) (x, y *kernels.Tensor) {

@@ -24,6 +24,10 @@
 #             low_level_zero and gemini 1 epoch with 2 ranks sharing GPU 0 over
 #             comm = "device"; with 2+ GPUs also one rank per GPU over
 #             "device" and "nccl" (COMM_HOST=1 adds the old host-staged path)
+#   fp16      issue 3's "fp16 step faster than fp32": PTX from kernels/cuda/src
+#             with the staged kernels/cuda/next/*.cu, device tests, per-op
+#             profiles and step benchmarks with the new and the old kernels
+#             (about 2 minutes; needs .dev/cudatest too, see stage_fp16)
 #
 # Expects (carried in .dev/): resnetlab (CGO_ENABLED=0 build), torch_peer.py,
 # fmnist/*.gz; the comm stage also parallel.test, built with
@@ -249,6 +253,79 @@ stage_comm() {
 	fi
 	step "comm stage: step times (host-staged, docs/benchmarks.md: 14.8 s torch_ddp_fp16, 21.3 s low_level_zero, ~150 s gemini per epoch)"
 	commtable "${specs[@]}"
+}
+
+# Issue 3, fp16 vs fp32. Build here first (the device has no Go):
+#   CGO_ENABLED=0 go build -o .dev/resnetlab ./cmd/resnetlab
+#   CGO_ENABLED=0 go test -c -o .dev/cudatest ./kernels/cuda
+# The staged kernels (kernels/cuda/next/*.cu: adam_copy, the fp16/bf16 conv
+# loader v2) replace their src/ files in this copy only; PTX for every
+# src/*.cu goes to /tmp/w/fp16/ptx and comes back in $OUT/fp16.tgz. If a
+# staged file does not compile, the committed source is put back, so the
+# run goes on with the old kernels (the Go side falls back when a kernel is
+# missing). "old" below = RESNETLAB_CONV_V2=0 RESNETLAB_ADAM_COPY=0, the
+# kernels before this change, on the same PTX.
+stage_fp16() {
+	local w=/tmp/w/fp16 f n rc root=$PWD
+	local old=(env RESNETLAB_CONV_V2=0 RESNETLAB_ADAM_COPY=0)
+	mkdir -p "$w/ptx" "$w/orig"
+	step "fp16: PTX (kernels/cuda/src + next)"
+	for f in kernels/cuda/next/*.cu; do
+		n=$(basename "$f")
+		cp "kernels/cuda/src/$n" "$w/orig/$n" 2>/dev/null
+		cp "$f" "kernels/cuda/src/$n"
+	done
+	timeout 150 bash kernels/cuda/gen.sh "$w/ptx" >"$w/gen.log" 2>&1
+	grep -E "^==|error" "$w/gen.log" | head -20
+	for f in "$w"/orig/*.cu; do
+		n=$(basename "$f" .cu)
+		if [ ! -s "$w/ptx/$n.ptx" ]; then
+			echo "fp16: staged $n.cu did not compile: back to the committed source"
+			cp "$f" "kernels/cuda/src/$n.cu"
+			timeout 100 bash kernels/cuda/gen.sh "$w/ptx" >>"$w/gen.log" 2>&1
+		fi
+	done
+	export RESNETLAB_PTX_DIR=$w/ptx
+	step "fp16: device tests on that PTX"
+	# One process per group, so a panic loses one group only. A new kernel
+	# that fails its test is switched off for the rest of the stage.
+	for f in 'PTX|VecOK' AdamStepCopy LossAndNonFinite ProfileRecords ConvLoader ConvMatches ConvDet \
+		'AdamMatches|NonFinite' Graph ResNet18Trains; do
+		(cd kernels/cuda && timeout 60 "$root/.dev/cudatest" -test.v -test.run "$f" >>"$w/test.log" 2>&1) && continue
+		echo "--- FAIL: group $f" | tee -a "$w/test.log"
+		case $f in
+		AdamStepCopy) export RESNETLAB_ADAM_COPY=0 && echo "fp16: adam_copy off (RESNETLAB_ADAM_COPY=0) from here on" ;;
+		ConvLoader | ConvMatches) export RESNETLAB_CONV_V2=0 && echo "fp16: conv loader v2 off (RESNETLAB_CONV_V2=0) from here on" ;;
+		esac
+	done
+	grep -E "^(--- FAIL|FAIL|ok|PASS)|--- SKIP|panic|differs|relative error|loss " "$w/test.log" | head -40
+	step "fp16: train step, test net (ms/step device time; new kernels, then old)"
+	(cd kernels/cuda && timeout 60 "$root/.dev/cudatest" -test.run '^$' -test.bench 'ResNet18Step' -test.benchtime 50x 2>&1 |
+		grep -E "ms/step|FAIL|panic" | sed 's/^/new  /')
+	(cd kernels/cuda && RESNETLAB_CONV_VEC=0 timeout 60 "$root/.dev/cudatest" -test.run '^$' -test.bench 'ResNet18Step' -test.benchtime 50x 2>&1 |
+		grep -E "ms/step|FAIL|panic" | sed 's/^/novec /')
+	(cd kernels/cuda && "${old[@]}" timeout 60 "$root/.dev/cudatest" -test.run '^$' -test.bench 'ResNet18Step' -test.benchtime 50x 2>&1 |
+		grep -E "ms/step|FAIL|panic" | sed 's/^/old  /')
+	step "fp16: per-op profile of the test net's step (new kernels, then old)"
+	(cd kernels/cuda && timeout 60 "$root/.dev/cudatest" -test.run '^$' -test.bench 'ProfileResNet18' -test.benchtime 1x >"$w/profile_new.log" 2>&1)
+	(cd kernels/cuda && "${old[@]}" timeout 60 "$root/.dev/cudatest" -test.run '^$' -test.bench 'ProfileResNet18' -test.benchtime 1x >"$w/profile_old.log" 2>&1)
+	awk '/^== .*eager/ {print} / graph by op \(/ {p = 1} p {print} /  total$/ {p = 0}' "$w/profile_new.log"
+	echo "old kernels:"
+	awk '/^== .*eager/ {print} / graph by op \(/ {p = 1} p {print} /  total$/ {p = 0}' "$w/profile_old.log" | grep -E "^==|Conv|Adam|Copy|total"
+	step "fp16: fp16 convolutions alone (us/call; new, then old)"
+	(cd kernels/cuda && timeout 60 "$root/.dev/cudatest" -test.run '^$' -test.bench 'ConvResNet18/fp16' -test.benchtime 20x 2>&1 |
+		grep -E "us/call" | sed 's/^/new  /')
+	(cd kernels/cuda && "${old[@]}" timeout 60 "$root/.dev/cudatest" -test.run '^$' -test.bench 'ConvResNet18/fp16' -test.benchtime 20x 2>&1 |
+		grep -E "us/call" | sed 's/^/old  /')
+	step "fp16: resnetlab bench (the engine's step) with --profile, new kernels, then old"
+	timeout 90 "$B" bench --device cuda --steps 200 --warmup 20 --precision fp32,fp16 --profile 10 >"$w/bench_new.log" 2>&1
+	rc=$?
+	head -4 "$w/bench_new.log"
+	awk '/profile:/ {print} / by op \(/ {p = 1} p {print} /  total$/ {p = 0}' "$w/bench_new.log"
+	echo "bench exit $rc"
+	"${old[@]}" timeout 60 "$B" bench --device cuda --steps 200 --warmup 20 --precision fp32,fp16 2>&1 | sed 's/^/old  /'
+	unset RESNETLAB_PTX_DIR RESNETLAB_ADAM_COPY RESNETLAB_CONV_V2
+	tar -C "$w" -czf "$OUT/fp16.tgz" ptx gen.log test.log profile_new.log profile_old.log bench_new.log
 }
 
 stage_interop() {

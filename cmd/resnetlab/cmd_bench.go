@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
+	"resnetlab/kernels"
 	"resnetlab/runner"
 )
 
-const benchUsage = `Usage: resnetlab bench [--device NAME] [--width W] [--batch N] [--steps S] [--warmup K] [--precision LIST] [--plugin NAME]
+const benchUsage = `Usage: resnetlab bench [--device NAME] [--width W] [--batch N] [--steps S] [--warmup K] [--precision LIST] [--plugin NAME] [--profile S]
 
 Times full training steps of ResNet-18 (forward, loss, backward, gradient
 handling, Adam) on one rank with a fixed batch already on the device, and
@@ -23,6 +25,10 @@ Flags:
   --warmup K         untimed steps first (default 5)
   --precision LIST   comma-separated precisions (default fp32,fp16)
   --plugin NAME      torch_ddp or low_level_zero (default torch_ddp)
+  --profile S        after the timed steps, time every backend op over S more
+                     steps (CUDA events around each op) and print the device
+                     time per op kind and per layer shape, with the launches,
+                     copies and host syncs per step (cuda only)
 
 Examples:
   resnetlab bench --device cuda --steps 200
@@ -40,6 +46,7 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 	fs.IntVar(&o.Warmup, "warmup", 5, "")
 	fs.StringVar(&precisions, "precision", "fp32,fp16", "")
 	fs.StringVar(&o.Plugin, "plugin", "torch_ddp", "")
+	fs.IntVar(&o.Profile, "profile", 0, "")
 	pos, done, code := c.parseArgs(fs, benchUsage, args)
 	if done {
 		return code
@@ -47,8 +54,8 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 	if len(pos) > 0 {
 		return c.usageError("bench", fmt.Sprintf("unexpected argument %q", pos[0]))
 	}
-	if o.Width < 1 || o.Batch < 1 || o.Steps < 1 || o.Warmup < 0 {
-		return c.usageError("bench", "width, batch and steps must be >= 1, warmup >= 0")
+	if o.Width < 1 || o.Batch < 1 || o.Steps < 1 || o.Warmup < 0 || o.Profile < 0 {
+		return c.usageError("bench", "width, batch and steps must be >= 1, warmup and profile >= 0")
 	}
 	o.Precisions = strings.Split(precisions, ",")
 	res, err := runner.Bench(ctx, o)
@@ -56,9 +63,34 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stdout, "%-14s %-5s %-28s %8.2f ms/step %9.0f images/s  peak %s\n",
 			r.Plugin, r.Precision, r.Device, r.StepMS, r.ImagesPerSec, runner.FormatSize(r.PeakBytes))
 	}
+	for _, r := range res {
+		writeBenchProfile(c.stdout, r)
+	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "resnetlab bench: %v\n", err)
 		return exitFailed
 	}
 	return exitOK
+}
+
+// writeBenchProfile prints a result's counters per step and, when it was
+// profiled, its op tables (by op kind, then by layer shape).
+func writeBenchProfile(w io.Writer, r runner.BenchResult) {
+	if r.Steps > 0 && r.Counters != (kernels.Counters{}) {
+		f := float64(r.Steps)
+		fmt.Fprintf(w, "%s %s: %.1f launches, %.1f copies/memsets, %.1f host syncs per step\n", r.Plugin, r.Precision,
+			float64(r.Counters.Launches)/f, float64(r.Counters.Copies)/f, float64(r.Counters.Syncs)/f)
+	}
+	if len(r.Profile) == 0 {
+		return
+	}
+	sum := 0.0
+	for _, rec := range r.Profile {
+		sum += rec.MS
+	}
+	n := float64(r.ProfileSteps)
+	fmt.Fprintf(w, "\n%s %s profile: %.3f ms/step of op time, %.3f ms/step wall (%d steps)\n",
+		r.Plugin, r.Precision, sum/n, r.ProfileWallMS/n, r.ProfileSteps)
+	kernels.WriteProfile(w, r.Precision+" by op", kernels.Aggregate(r.Profile, false), r.ProfileSteps, 0)
+	kernels.WriteProfile(w, r.Precision+" by op and shape", kernels.Aggregate(r.Profile, true), r.ProfileSteps, 40)
 }

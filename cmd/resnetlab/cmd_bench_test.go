@@ -5,6 +5,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"resnetlab/kernels"
+	"resnetlab/runner"
 )
 
 func TestBenchPrintsEveryPrecision(t *testing.T) {
@@ -25,5 +28,29 @@ func TestBenchPrintsEveryPrecision(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], "fp32") || !strings.Contains(lines[1], "fp16") || !strings.Contains(lines[1], "ms/step") {
 		t.Fatalf("bench output:\n%s", out.String())
+	}
+}
+
+func TestBenchProfilePrintsTables(t *testing.T) {
+	r := runner.BenchResult{Plugin: "torch_ddp", Precision: "fp16", Steps: 4,
+		Counters: kernels.Counters{Launches: 800, Copies: 8, Syncs: 8}, ProfileSteps: 2, ProfileWallMS: 6,
+		Profile: []kernels.OpRecord{
+			{Op: "Conv2dForward", Key: "fp16[100 64 8 8]", MS: 1, Counters: kernels.Counters{Launches: 2}},
+			{Op: "Copy", Key: "fp32[10]", MS: 0.5, Counters: kernels.Counters{Launches: 1}},
+		}}
+	var out bytes.Buffer
+	writeBenchProfile(&out, r)
+	s := out.String()
+	for _, want := range []string{"200.0 launches, 2.0 copies/memsets, 2.0 host syncs per step",
+		"0.750 ms/step of op time, 3.000 ms/step wall", "fp16 by op", "fp16 by op and shape", "Conv2dForward fp16[100 64 8 8]"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("missing %q in:\n%s", want, s)
+		}
+	}
+	var errb bytes.Buffer
+	code := newCLI(&out, &errb).main(context.Background(), []string{"bench", "--device", "cpu", "--width", "4", "--batch", "2",
+		"--steps", "1", "--warmup", "0", "--precision", "fp32", "--profile", "1"})
+	if code != exitFailed || !strings.Contains(errb.String(), "cuda") {
+		t.Errorf("--profile on the CPU: exit %d, %q", code, errb.String())
 	}
 }

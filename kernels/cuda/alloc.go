@@ -69,7 +69,7 @@ func (a *allocator) fresh(c int64) uintptr {
 	err := call("cuMemAlloc_v2", drv.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(c))
 	var e *Error
 	if errors.As(err, &e) && e.Code == errOutOfMemory && !a.b.capturing && a.cached() > 0 {
-		must("cuStreamSynchronize", drv.cuStreamSynchronize, a.b.stream)
+		a.b.syncStream()
 		a.emptyCache()
 		err = call("cuMemAlloc_v2", drv.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(c))
 	}
@@ -177,7 +177,7 @@ func (b *Backend) New(cat kernels.Category, dt kernels.DType, shape ...int) *ker
 	}
 	if n := t.Bytes(); n > 0 {
 		t.Dev = b.alloc.get(n, cat)
-		must("cuMemsetD8Async", drv.cuMemsetD8Async, t.Dev, 0, uintptr(n), b.stream)
+		b.memsetAsync(t.Dev, int(n))
 	}
 	return t
 }

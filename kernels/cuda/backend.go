@@ -38,6 +38,11 @@ type Backend struct {
 	stageCap int
 
 	capturing bool
+	adamCopy  bool // AdamStepCopy uses adam_copy (see optional)
+	convV2    bool // fp16/bf16 convolutions use the _v2 loader entries
+	convVec   bool // ... and their 16-byte loads where possible (_v2vec)
+	prof      profiler
+	cnt       kernels.Counters
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -103,7 +108,20 @@ func (b *Backend) open() error {
 	b.alloc.init(b)
 	mods, err := loadModules()
 	b.mod = mods
+	if err == nil {
+		b.adamCopy = b.optional("adam_copy", "RESNETLAB_ADAM_COPY")
+		b.convV2 = b.optional("conv_fwd_f16_v2", "RESNETLAB_CONV_V2")
+		b.convVec = b.convV2 && b.optional("conv_fwd_f16_v2vec", "RESNETLAB_CONV_VEC")
+	}
 	return err
+}
+
+// optional reports whether an optional kernel is used: the loaded PTX has
+// it (an older build may not) and environment variable env is not "0".
+// Kernels that replace an older one stay selectable this way, so one device
+// run can compare both and fall back.
+func (b *Backend) optional(kernel, env string) bool {
+	return os.Getenv(env) != "0" && b.mod.has(kernel)
 }
 
 // Close frees every device allocation, the stream and the context
@@ -117,6 +135,7 @@ func (b *Backend) Close() {
 		_ = call("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
 	}
 	b.alloc.releaseAll()
+	b.destroyProfEvents()
 	for _, p := range b.tables {
 		_ = call("cuMemFree_v2(table)", drv.cuMemFree, p)
 	}
@@ -164,6 +183,7 @@ func (b *Backend) Sync() error {
 	if b.capturing {
 		return fmt.Errorf("cuda: Sync during graph capture (end the capture first)")
 	}
+	b.cnt.Syncs++
 	return call("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
 }
 
@@ -183,6 +203,7 @@ func (b *Backend) Record() Event {
 // Elapsed returns the milliseconds from start to end and destroys both.
 func (b *Backend) Elapsed(start, end Event) float32 {
 	defer b.bind()()
+	b.cnt.Syncs++
 	must("cuEventSynchronize", drv.cuEventSynchronize, end.h)
 	var ms float32
 	must("cuEventElapsedTime", drv.cuEventElapsedTime, uintptr(unsafe.Pointer(&ms)), start.h, end.h)

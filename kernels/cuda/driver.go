@@ -25,6 +25,7 @@ var drv struct {
 	cuLaunchKernel, cuGetErrorName, cuStreamBeginCapture, cuStreamEndCapture       uintptr
 	cuGraphInstantiateWithFlags, cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy uintptr
 	cuMemcpyPeerAsync, cuStreamWaitEvent                                           uintptr
+	cuEventRecordWithFlags                                                         uintptr
 }
 
 // symbols maps each entry point to its versioned driver symbol.
@@ -71,6 +72,7 @@ var symbols = []struct {
 	{&drv.cuGraphDestroy, "cuGraphDestroy"},
 	{&drv.cuMemcpyPeerAsync, "cuMemcpyPeerAsync"},
 	{&drv.cuStreamWaitEvent, "cuStreamWaitEvent"},
+	{&drv.cuEventRecordWithFlags, "cuEventRecordWithFlags"},
 }
 
 // Driver constants used here (cuda.h).
@@ -81,6 +83,7 @@ const (
 	captureModeRelaxed      = 2
 	eventDefault            = 0
 	eventDisableTiming      = 2
+	eventRecordExternal     = 1 // CU_EVENT_RECORD_EXTERNAL: a timing node in a captured graph
 )
 
 // Error is a failed driver call: the call and the CUresult's name.

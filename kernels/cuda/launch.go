@@ -57,18 +57,27 @@ func loadModules() (*modules, error) {
 
 // fn returns the kernel called name, searching every module once.
 func (m *modules) fn(name string) uintptr {
-	if f, ok := m.funcs[name]; ok {
-		return f
+	if !m.has(name) {
+		panic(fmt.Sprintf("cuda: kernel %q is in none of the PTX modules %s", name, strings.Join(m.names, ", ")))
+	}
+	return m.funcs[name]
+}
+
+// has reports whether some module defines kernel name (an optional kernel
+// that an older PTX build may lack).
+func (m *modules) has(name string) bool {
+	if _, ok := m.funcs[name]; ok {
+		return true
 	}
 	cname := append([]byte(name), 0)
 	for _, h := range m.handles {
 		var f uintptr
 		if call("cuModuleGetFunction", drv.cuModuleGetFunction, uintptr(unsafe.Pointer(&f)), h, uintptr(unsafe.Pointer(&cname[0]))) == nil {
 			m.funcs[name] = f
-			return f
+			return true
 		}
 	}
-	panic(fmt.Sprintf("cuda: kernel %q is in none of the PTX modules %s", name, strings.Join(m.names, ", ")))
+	return false
 }
 
 func (m *modules) unload() {
@@ -144,6 +153,7 @@ func (b *Backend) launch(name string, gx, gy, gz, block int) {
 	if gx <= 0 || gy <= 0 || gz <= 0 {
 		panic(fmt.Sprintf("cuda: %s launched on an empty grid (%d,%d,%d)", name, gx, gy, gz))
 	}
+	b.cnt.Launches++
 	// SyscallN directly: the error text is built only on failure.
 	r, _, _ := purego.SyscallN(drv.cuLaunchKernel, b.mod.fn(name),
 		uintptr(gx), uintptr(gy), uintptr(gz), uintptr(block), 1, 1, 0, b.stream, uintptr(b.args.base), 0)

@@ -59,7 +59,7 @@ func (b *Backend) noCapture(op string) {
 
 // Upload copies host floats into dst, rounded to dst's dtype.
 func (b *Backend) Upload(dst *kernels.Tensor, src []float32) {
-	defer b.bind()()
+	defer b.enter("Upload", dst)()
 	b.owns("Upload", dst)
 	b.noCapture("Upload")
 	if len(src) != dst.Len() {
@@ -71,17 +71,17 @@ func (b *Backend) Upload(dst *kernels.Tensor, src []float32) {
 	// A copy from pageable memory is staged before the call returns, so the
 	// Go slice may change or be collected afterwards.
 	if dst.DType == kernels.F32 {
-		must("cuMemcpyHtoDAsync_v2", drv.cuMemcpyHtoDAsync, dst.Dev, uintptr(unsafe.Pointer(&src[0])), uintptr(dst.Bytes()), b.stream)
+		b.copyAsync("cuMemcpyHtoDAsync_v2", drv.cuMemcpyHtoDAsync, dst.Dev, uintptr(unsafe.Pointer(&src[0])), uintptr(dst.Bytes()))
 		return
 	}
 	h := make([]uint16, len(src))
 	kernels.EncodeHalf(h, src, dst.DType)
-	must("cuMemcpyHtoDAsync_v2", drv.cuMemcpyHtoDAsync, dst.Dev, uintptr(unsafe.Pointer(&h[0])), uintptr(dst.Bytes()), b.stream)
+	b.copyAsync("cuMemcpyHtoDAsync_v2", drv.cuMemcpyHtoDAsync, dst.Dev, uintptr(unsafe.Pointer(&h[0])), uintptr(dst.Bytes()))
 }
 
 // Download waits for queued work and copies src into dst as float32.
 func (b *Backend) Download(src *kernels.Tensor, dst []float32) {
-	defer b.bind()()
+	defer b.enter("Download", src)()
 	b.owns("Download", src)
 	b.noCapture("Download")
 	if len(dst) != src.Len() {
@@ -91,26 +91,26 @@ func (b *Backend) Download(src *kernels.Tensor, dst []float32) {
 		return
 	}
 	if src.DType == kernels.F32 {
-		must("cuMemcpyDtoHAsync_v2", drv.cuMemcpyDtoHAsync, uintptr(unsafe.Pointer(&dst[0])), src.Dev, uintptr(src.Bytes()), b.stream)
-		must("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
+		b.copyAsync("cuMemcpyDtoHAsync_v2", drv.cuMemcpyDtoHAsync, uintptr(unsafe.Pointer(&dst[0])), src.Dev, uintptr(src.Bytes()))
+		b.syncStream()
 		return
 	}
 	h := make([]uint16, len(dst))
-	must("cuMemcpyDtoHAsync_v2", drv.cuMemcpyDtoHAsync, uintptr(unsafe.Pointer(&h[0])), src.Dev, uintptr(src.Bytes()), b.stream)
-	must("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
+	b.copyAsync("cuMemcpyDtoHAsync_v2", drv.cuMemcpyDtoHAsync, uintptr(unsafe.Pointer(&h[0])), src.Dev, uintptr(src.Bytes()))
+	b.syncStream()
 	kernels.DecodeHalf(dst, h, src.DType)
 }
 
 // Copy copies src into dst (same length), converting the dtype.
 func (b *Backend) Copy(dst, src *kernels.Tensor) {
-	defer b.bind()()
+	defer b.enter("Copy", dst, src)()
 	b.owns("Copy", dst, src)
 	n := sameLen("Copy", dst, src)
 	if n == 0 || dst.Dev == src.Dev && dst.DType == src.DType {
 		return
 	}
 	if dst.DType == src.DType {
-		must("cuMemcpyDtoDAsync_v2", drv.cuMemcpyDtoDAsync, dst.Dev, src.Dev, uintptr(dst.Bytes()), b.stream)
+		b.copyAsync("cuMemcpyDtoDAsync_v2", drv.cuMemcpyDtoDAsync, dst.Dev, src.Dev, uintptr(dst.Bytes()))
 		return
 	}
 	b.args.reset().ptr(dst.Dev).i32(int(dst.DType)).ptr(src.Dev).i32(int(src.DType)).i64(n)
@@ -119,7 +119,7 @@ func (b *Backend) Copy(dst, src *kernels.Tensor) {
 
 // Fill sets every element of t to v (rounded to t's dtype).
 func (b *Backend) Fill(t *kernels.Tensor, v float32) {
-	defer b.bind()()
+	defer b.enter("Fill", t)()
 	b.owns("Fill", t)
 	if n := t.Len(); n > 0 {
 		b.args.reset().ptr(t.Dev).i32(int(t.DType)).i64(n).f32(v)
@@ -129,7 +129,7 @@ func (b *Backend) Fill(t *kernels.Tensor, v float32) {
 
 // Scale multiplies t by s in place.
 func (b *Backend) Scale(t *kernels.Tensor, s float32) {
-	defer b.bind()()
+	defer b.enter("Scale", t)()
 	b.owns("Scale", t)
 	if n := t.Len(); n > 0 {
 		b.args.reset().ptr(t.Dev).i32(int(t.DType)).i64(n).f32(s)
@@ -138,7 +138,7 @@ func (b *Backend) Scale(t *kernels.Tensor, s float32) {
 }
 
 func (b *Backend) ReLUForward(y, x *kernels.Tensor) {
-	defer b.bind()()
+	defer b.enter("ReLUForward", y, x)()
 	b.owns("ReLUForward", y, x)
 	if n := sameLen("ReLUForward", y, x); n > 0 {
 		b.args.reset().ptr(y.Dev).i32(int(y.DType)).ptr(x.Dev).i32(int(x.DType)).i64(n)
@@ -147,7 +147,7 @@ func (b *Backend) ReLUForward(y, x *kernels.Tensor) {
 }
 
 func (b *Backend) ReLUBackward(dx, dy, y *kernels.Tensor) {
-	defer b.bind()()
+	defer b.enter("ReLUBackward", dx, dy, y)()
 	b.owns("ReLUBackward", dx, dy, y)
 	if n := sameLen("ReLUBackward", dx, dy, y); n > 0 {
 		b.args.reset().ptr(dx.Dev).i32(int(dx.DType)).ptr(dy.Dev).i32(int(dy.DType)).ptr(y.Dev).i32(int(y.DType)).i64(n)
@@ -156,7 +156,7 @@ func (b *Backend) ReLUBackward(dx, dy, y *kernels.Tensor) {
 }
 
 func (b *Backend) Add(y, a, c *kernels.Tensor) {
-	defer b.bind()()
+	defer b.enter("Add", y, a, c)()
 	b.owns("Add", y, a, c)
 	if n := sameLen("Add", y, a, c); n > 0 {
 		b.args.reset().ptr(y.Dev).i32(int(y.DType)).ptr(a.Dev).i32(int(a.DType)).ptr(c.Dev).i32(int(c.DType)).i64(n)

@@ -117,15 +117,16 @@ func (b *Backend) gemm(mode int, s convShape, a, c uintptr, out, bias *kernels.T
 	if bias != nil {
 		biasPtr, bdt = bias.Dev, int(bias.DType)
 	}
+	kernel := b.convKernel(mode, prec, s, a, c)
 	if splits == 1 {
 		raw(b.args.reset(), &s).ptr(a).ptr(c).ptr(out.Dev).ptr(0).ptr(biasPtr).i32(bdt).i32(tps).i32(outLen)
-		b.launch(convKernels[mode][prec], tm, tn, 1, 128)
+		b.launch(kernel, tm, tn, 1, 128)
 		return
 	}
 	wsBytes := int64(splits) * int64(outLen) * 4
 	ws := b.workspace(wsBytes)
 	raw(b.args.reset(), &s).ptr(a).ptr(c).ptr(out.Dev).ptr(ws).ptr(0).i32(0).i32(tps).i32(outLen)
-	b.launch(convKernels[mode][prec], tm, tn, splits, 128)
+	b.launch(kernel, tm, tn, splits, 128)
 	b.args.reset().ptr(out.Dev).i32(int(out.DType)).ptr(ws).i32(splits).i32(outLen).ptr(biasPtr).i32(bdt).
 		i32(int(s.P * s.Q)).i32(int(s.K))
 	b.launch("splitk_reduce", b.gridFor(outLen), 1, 1, 256)
@@ -134,10 +135,38 @@ func (b *Backend) gemm(mode int, s convShape, a, c uintptr, out, bias *kernels.T
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
+// convKernel picks the entry for a GEMM: fp16/bf16 use the version-2
+// loader (src/conv.cu) when the PTX has it and RESNETLAB_CONV_V2 is not 0,
+// and its 16-byte loads where vecOK allows and RESNETLAB_CONV_VEC is not 0.
+func (b *Backend) convKernel(mode, prec int, s convShape, a, c uintptr) string {
+	name := convKernels[mode][prec]
+	if prec < 2 || !b.convV2 {
+		return name
+	}
+	if b.convVec && vecOK(mode, s, a, c) {
+		return name + "_v2vec"
+	}
+	return name + "_v2"
+}
+
+// vecOK reports whether the contiguous operand of a GEMM can be loaded 8
+// 2-byte elements at a time: FWD's weights (rows of C*R*S) and BWDW's dy
+// (runs of P*Q per image and channel), whole chunks of 8, 16-byte aligned.
+// BWDD has no such operand.
+func vecOK(mode int, s convShape, a, c uintptr) bool {
+	switch mode {
+	case modeFwd:
+		return int(s.C*s.R*s.S)%8 == 0 && c%16 == 0
+	case modeBwdWeight:
+		return int(s.P*s.Q)%8 == 0 && a%16 == 0
+	}
+	return false
+}
+
 // Conv2dForward: y = conv(x, w), as an implicit GEMM on tensor cores (TF32
 // for fp32 unless b.TF32 is off; fp16/bf16 operands with fp32 accumulation).
 func (b *Backend) Conv2dForward(y, x, w *kernels.Tensor, p kernels.ConvParams) {
-	defer b.bind()()
+	defer b.enter("Conv2dForward", y, x, w)()
 	op := "Conv2dForward"
 	b.owns(op, y, x, w)
 	s := convShapeOf(op, x, w, p)
@@ -150,7 +179,7 @@ func (b *Backend) Conv2dForward(y, x, w *kernels.Tensor, p kernels.ConvParams) {
 
 // Conv2dBackward writes dx (skipped if nil) and dw.
 func (b *Backend) Conv2dBackward(dx, dw, dy, x, w *kernels.Tensor, p kernels.ConvParams) {
-	defer b.bind()()
+	defer b.enter("Conv2dBackward", dy, x, w)()
 	op := "Conv2dBackward"
 	b.owns(op, dx, dw, dy, x, w)
 	s := convShapeOf(op, x, w, p)
@@ -179,7 +208,7 @@ func linearShape(op string, x, w *kernels.Tensor) convShape {
 
 // LinearForward: y = x w^T + bias (bias may be nil), exact fp32 for fp32.
 func (b *Backend) LinearForward(y, x, w, bias *kernels.Tensor) {
-	defer b.bind()()
+	defer b.enter("LinearForward", y, x, w)()
 	op := "LinearForward"
 	b.owns(op, y, x, w, bias)
 	s := linearShape(op, x, w)
@@ -195,7 +224,7 @@ func (b *Backend) LinearForward(y, x, w, bias *kernels.Tensor) {
 
 // LinearBackward writes dx and db unless nil, and dw.
 func (b *Backend) LinearBackward(dx, dw, db, dy, x, w *kernels.Tensor) {
-	defer b.bind()()
+	defer b.enter("LinearBackward", dy, x, w)()
 	op := "LinearBackward"
 	b.owns(op, dx, dw, db, dy, x, w)
 	s := linearShape(op, x, w)

@@ -11,7 +11,7 @@ import (
 // SoftmaxCrossEntropy writes the batch-mean loss into loss[0] and, unless
 // dlogits is nil, (softmax - onehot) * scale / N into dlogits.
 func (b *Backend) SoftmaxCrossEntropy(loss, dlogits, logits, labels *kernels.Tensor, scale float32) {
-	defer b.bind()()
+	defer b.enter("SoftmaxCrossEntropy", logits)()
 	op := "SoftmaxCrossEntropy"
 	b.owns(op, loss, dlogits, logits, labels)
 	if len(logits.Shape) != 2 {
@@ -83,6 +83,7 @@ func table[E any](b *Backend, entries []E) uintptr {
 		must("cuMemAllocHost_v2(table staging)", drv.cuMemAllocHost, uintptr(unsafe.Pointer(&b.stage)), uintptr(b.stageCap))
 	}
 	copy(unsafe.Slice((*byte)(b.stage), size), bytes)
+	b.cnt.Syncs++ // a synchronous copy
 	must("cuMemcpyHtoD_v2(table)", drv.cuMemcpyHtoD, p, uintptr(b.stage), uintptr(size))
 	b.tables[key] = p
 	b.alloc.account(kernels.CatWorkspace, int64(size))
@@ -92,9 +93,20 @@ func table[E any](b *Backend, entries []E) uintptr {
 // NonFinite reports whether any element of ts is inf or NaN: one launch
 // sets a device flag, then a 4-byte copy brings it back.
 func (b *Backend) NonFinite(ts []*kernels.Tensor) bool {
-	defer b.bind()()
+	defer b.enterList("NonFinite", ts)()
 	b.noCapture("NonFinite")
 	b.owns("NonFinite", ts...)
+	if !b.queueNonFinite(ts) {
+		return false
+	}
+	b.copyAsync("cuMemcpyDtoHAsync_v2(flag)", drv.cuMemcpyDtoHAsync, uintptr(b.host), b.flag, 4)
+	b.syncStream()
+	return *(*int32)(b.host) != 0
+}
+
+// queueNonFinite clears the device flag at b.flag and queues the check of
+// ts into it; false when there is nothing to check.
+func (b *Backend) queueNonFinite(ts []*kernels.Tensor) bool {
 	var tab []nfEntry
 	blocks := 0
 	for _, t := range ts {
@@ -108,27 +120,42 @@ func (b *Backend) NonFinite(ts []*kernels.Tensor) bool {
 		return false
 	}
 	p := table(b, tab)
-	must("cuMemsetD8Async", drv.cuMemsetD8Async, b.flag, 0, 4, b.stream)
+	b.memsetAsync(b.flag, 4)
 	b.args.reset().ptr(p).i32(len(tab)).ptr(b.flag)
 	b.launch("nonfinite", blocks, 1, 1, 256)
-	must("cuMemcpyDtoHAsync_v2(flag)", drv.cuMemcpyDtoHAsync, uintptr(b.host), b.flag, 4, b.stream)
-	must("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
-	return *(*int32)(b.host) != 0
+	return true
 }
+
+// LossAndNonFinite is kernels.LossReader: the loss scalar is copied next to
+// the overflow flag on the device, and one 8-byte copy and one wait bring
+// both back (Download then NonFinite would wait twice).
+func (b *Backend) LossAndNonFinite(loss *kernels.Tensor, ts []*kernels.Tensor) (float32, bool) {
+	defer b.enterList("LossAndNonFinite", ts)()
+	b.noCapture("LossAndNonFinite")
+	b.owns("LossAndNonFinite", loss)
+	b.owns("LossAndNonFinite", ts...)
+	if loss.Len() != 1 || loss.DType != kernels.F32 {
+		panic(fmt.Sprintf("cuda: LossAndNonFinite: loss %v must be one fp32 element", loss))
+	}
+	if !b.queueNonFinite(ts) {
+		b.memsetAsync(b.flag, 4)
+	}
+	b.copyAsync("cuMemcpyDtoDAsync_v2(loss)", drv.cuMemcpyDtoDAsync, b.flag+4, loss.Dev, 4)
+	b.copyAsync("cuMemcpyDtoHAsync_v2(flag, loss)", drv.cuMemcpyDtoHAsync, uintptr(b.host), b.flag, 8)
+	b.syncStream()
+	return *(*float32)(unsafe.Add(b.host, 4)), *(*int32)(b.host) != 0
+}
+
+var _ kernels.LossReader = (*Backend)(nil)
 
 // AdamStep updates every params[i] in one fused launch over a table of the
 // tensors. Any tensor may be of any dtype (m and v are fp32 in practice). The
 // hyper-parameters travel by value: a captured graph replays them as they
 // were at capture time. A GradScale of 0 means 1.
 func (b *Backend) AdamStep(params, grads, m, v []*kernels.Tensor, hp kernels.AdamParams) {
-	defer b.bind()()
+	defer b.enterList("AdamStep", params)()
 	op := "AdamStep"
-	if len(grads) != len(params) || len(m) != len(params) || len(v) != len(params) {
-		panic(fmt.Sprintf("cuda: %s: %d params, %d grads, %d m, %d v", op, len(params), len(grads), len(m), len(v)))
-	}
-	if hp.Step < 1 {
-		panic(fmt.Sprintf("cuda: %s: step %d, want >= 1 (1-based)", op, hp.Step))
-	}
+	checkAdam(op, params, grads, m, v, nil, hp)
 	var tab []adamEntry
 	blocks := 0
 	for i, p := range params {
@@ -145,13 +172,80 @@ func (b *Backend) AdamStep(params, grads, m, v []*kernels.Tensor, hp kernels.Ada
 	if len(tab) == 0 {
 		return
 	}
+	h := adamHyper(hp)
+	raw(b.args.reset().ptr(table(b, tab)).i32(len(tab)), &h)
+	b.launch("adam", blocks, 1, 1, 256)
+}
+
+func checkAdam(op string, params, grads, m, v, copies []*kernels.Tensor, hp kernels.AdamParams) {
+	if len(grads) != len(params) || len(m) != len(params) || len(v) != len(params) || copies != nil && len(copies) != len(params) {
+		panic(fmt.Sprintf("cuda: %s: %d params, %d grads, %d m, %d v, %d copies", op, len(params), len(grads), len(m), len(v), len(copies)))
+	}
+	if hp.Step < 1 {
+		panic(fmt.Sprintf("cuda: %s: step %d, want >= 1 (1-based)", op, hp.Step))
+	}
+}
+
+func adamHyper(hp kernels.AdamParams) adamHP {
 	gs := hp.GradScale
 	if gs == 0 {
 		gs = 1
 	}
-	h := adamHP{LR: hp.LR, B1: hp.Beta1, B2: hp.Beta2, Eps: hp.Eps, WD: hp.WeightDecay,
+	return adamHP{LR: hp.LR, B1: hp.Beta1, B2: hp.Beta2, Eps: hp.Eps, WD: hp.WeightDecay,
 		BC1: float32(1 - math.Pow(float64(hp.Beta1), float64(hp.Step))),
 		BC2: float32(1 - math.Pow(float64(hp.Beta2), float64(hp.Step))), GScale: gs}
+}
+
+// adamCopyEntry mirrors AdamCopyEntry in src/ops.cu.
+type adamCopyEntry struct {
+	P, G, M, V, C uint64
+	N             int64
+	BlockStart    int32
+	PDT, GDT      int32
+	MDT, VDT, CDT int32
+}
+
+var _ kernels.AdamCopier = (*Backend)(nil)
+
+// AdamStepCopy is kernels.AdamCopier: AdamStep that also writes params[i]
+// rounded to copies[i]'s dtype into copies[i] (nil: none), in the one launch
+// of the adam_copy kernel. Where the loaded PTX has no adam_copy (an older
+// build) or RESNETLAB_ADAM_COPY=0, it runs AdamStep and a Copy per tensor.
+func (b *Backend) AdamStepCopy(params, grads, m, v, copies []*kernels.Tensor, hp kernels.AdamParams) {
+	op := "AdamStepCopy"
+	checkAdam(op, params, grads, m, v, copies, hp)
+	if !b.adamCopy {
+		b.AdamStep(params, grads, m, v, hp)
+		for i, c := range copies {
+			if c != nil {
+				b.Copy(c, params[i])
+			}
+		}
+		return
+	}
+	defer b.enterList(op, params)()
+	var tab []adamCopyEntry
+	blocks := 0
+	for i, p := range params {
+		b.owns(op, p, grads[i], m[i], v[i], copies[i])
+		sameLen(op, p, grads[i], m[i], v[i])
+		e := adamCopyEntry{P: uint64(p.Dev), G: uint64(grads[i].Dev), M: uint64(m[i].Dev), V: uint64(v[i].Dev),
+			N: int64(p.Len()), BlockStart: int32(blocks), PDT: int32(p.DType), GDT: int32(grads[i].DType),
+			MDT: int32(m[i].DType), VDT: int32(v[i].DType)}
+		if c := copies[i]; c != nil {
+			sameLen(op, p, c)
+			e.C, e.CDT = uint64(c.Dev), int32(c.DType)
+		}
+		if p.Len() == 0 {
+			continue
+		}
+		tab = append(tab, e)
+		blocks += ceilDiv(p.Len(), chunk)
+	}
+	if len(tab) == 0 {
+		return
+	}
+	h := adamHyper(hp)
 	raw(b.args.reset().ptr(table(b, tab)).i32(len(tab)), &h)
-	b.launch("adam", blocks, 1, 1, 256)
+	b.launch("adam_copy", blocks, 1, 1, 256)
 }

@@ -23,7 +23,7 @@ func (b *Backend) poolShape(op string, y, x *kernels.Tensor, p kernels.PoolParam
 }
 
 func (b *Backend) MaxPoolForward(y, x *kernels.Tensor, p kernels.PoolParams) {
-	defer b.bind()()
+	defer b.enter("MaxPoolForward", y, x)()
 	b.owns("MaxPoolForward", y, x)
 	s := b.poolShape("MaxPoolForward", y, x, p)
 	if n := y.Len(); n > 0 {
@@ -35,7 +35,7 @@ func (b *Backend) MaxPoolForward(y, x *kernels.Tensor, p kernels.PoolParams) {
 // MaxPoolBackward finds each window's first maximum (one pass over the
 // outputs into an index scratch), then gathers dy into dx without atomics.
 func (b *Backend) MaxPoolBackward(dx, dy, x *kernels.Tensor, p kernels.PoolParams) {
-	defer b.bind()()
+	defer b.enter("MaxPoolBackward", dy, x)()
 	b.owns("MaxPoolBackward", dx, dy, x)
 	s := b.poolShape("MaxPoolBackward", dy, x, p)
 	needShape("MaxPoolBackward", "dx", dx, x.Shape...)
@@ -52,7 +52,7 @@ func (b *Backend) MaxPoolBackward(dx, dy, x *kernels.Tensor, p kernels.PoolParam
 }
 
 func (b *Backend) GlobalAvgPoolForward(y, x *kernels.Tensor) {
-	defer b.bind()()
+	defer b.enter("GlobalAvgPoolForward", y, x)()
 	b.owns("GlobalAvgPoolForward", y, x)
 	if len(x.Shape) != 4 {
 		panic(fmt.Sprintf("cuda: GlobalAvgPoolForward: input %v is not NCHW", x))
@@ -66,7 +66,7 @@ func (b *Backend) GlobalAvgPoolForward(y, x *kernels.Tensor) {
 }
 
 func (b *Backend) GlobalAvgPoolBackward(dx, dy *kernels.Tensor) {
-	defer b.bind()()
+	defer b.enter("GlobalAvgPoolBackward", dx, dy)()
 	b.owns("GlobalAvgPoolBackward", dx, dy)
 	if len(dx.Shape) != 4 {
 		panic(fmt.Sprintf("cuda: GlobalAvgPoolBackward: dx %v is not NCHW", dx))
@@ -105,7 +105,7 @@ func bnThreads(m int) int {
 }
 
 func (b *Backend) BatchNormForward(y, x, gamma, beta, runMean, runVar, saveMean, saveInvStd *kernels.Tensor, training bool, momentum, eps float32) {
-	defer b.bind()()
+	defer b.enter("BatchNormForward", x)()
 	op := "BatchNormForward"
 	b.owns(op, y, x, gamma, beta, runMean, runVar)
 	n, c, hw := bnDims(op, x)
@@ -133,7 +133,7 @@ func (b *Backend) BatchNormForward(y, x, gamma, beta, runMean, runVar, saveMean,
 }
 
 func (b *Backend) BatchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd *kernels.Tensor) {
-	defer b.bind()()
+	defer b.enter("BatchNormBackward", dy)()
 	op := "BatchNormBackward"
 	b.owns(op, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd)
 	n, c, hw := bnDims(op, x)

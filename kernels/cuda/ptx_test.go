@@ -44,3 +44,30 @@ func TestPTXMatchesSource(t *testing.T) {
 		}
 	}
 }
+
+// vecOK admits 16-byte loads only for whole, aligned chunks of 8 elements.
+func TestVecOK(t *testing.T) {
+	l2 := convShape{N: 100, C: 64, H: 8, W: 8, K: 128, R: 3, S: 3, P: 4, Q: 4, Stride: 2, Pad: 1}
+	stem := convShape{N: 100, C: 3, H: 32, W: 32, K: 64, R: 7, S: 7, P: 16, Q: 16, Stride: 2, Pad: 3}
+	l4 := convShape{N: 100, C: 512, H: 1, W: 1, K: 512, R: 3, S: 3, P: 1, Q: 1, Stride: 1, Pad: 1}
+	for _, c := range []struct {
+		mode int
+		s    convShape
+		a, w uintptr
+		want bool
+	}{
+		{modeFwd, l2, 0x1000, 0x2000, true},
+		{modeFwd, l2, 0x1000, 0x2002, false},   // weight view off a 16-byte boundary
+		{modeFwd, stem, 0x1000, 0x2000, false}, // C*R*S = 147
+		{modeFwd, l4, 0x1000, 0x2000, true},
+		{modeBwdWeight, l2, 0x1000, 0x2000, true}, // P*Q = 16
+		{modeBwdWeight, l2, 0x1008, 0x2000, false},
+		{modeBwdWeight, l4, 0x1000, 0x2000, false}, // P*Q = 1
+		{modeBwdWeight, stem, 0x1000, 0x2000, true},
+		{modeBwdData, l2, 0x1000, 0x2000, false},
+	} {
+		if got := vecOK(c.mode, c.s, c.a, c.w); got != c.want {
+			t.Errorf("vecOK(mode %d, %+v, %#x, %#x) = %v, want %v", c.mode, c.s, c.a, c.w, got, c.want)
+		}
+	}
+}

@@ -1,8 +1,10 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
+	"os"
 	"testing"
 
 	"resnetlab/kernels"
@@ -24,6 +26,7 @@ type net struct {
 	params []*kernels.Tensor
 	grads  []*kernels.Tensor
 	master []*kernels.Tensor // fp32 copies Adam updates (== params in fp32)
+	copies []*kernels.Tensor // params[i] where it is not master[i], else nil
 	m, v   []*kernels.Tensor
 	images *kernels.Tensor
 	labels *kernels.Tensor
@@ -52,6 +55,11 @@ func (nt *net) param(dt kernels.DType, std, c float64, shape ...int) (*kernels.T
 	}
 	g := b.New(kernels.CatGrads, dt, shape...)
 	nt.params, nt.grads, nt.master = append(nt.params, p), append(nt.grads, g), append(nt.master, m)
+	var cp *kernels.Tensor
+	if p != m {
+		cp = p
+	}
+	nt.copies = append(nt.copies, cp)
 	nt.m = append(nt.m, b.New(kernels.CatOptState, kernels.F32, shape...))
 	nt.v = append(nt.v, b.New(kernels.CatOptState, kernels.F32, shape...))
 	return p, g
@@ -159,7 +167,8 @@ func (nt *net) data() {
 }
 
 // step queues forward, backward, Adam and (mixed precision) the copies of
-// the fp32 masters into the compute weights.
+// the fp32 masters into the compute weights: written by Adam itself where
+// the PTX has adam_copy, else one Copy per weight (AdamStepCopy's fallback).
 func (nt *net) step() {
 	for _, f := range nt.fwd {
 		f()
@@ -167,12 +176,7 @@ func (nt *net) step() {
 	for i := len(nt.bwd) - 1; i >= 0; i-- {
 		nt.bwd[i]()
 	}
-	nt.b.AdamStep(nt.master, nt.grads, nt.m, nt.v, nt.hp)
-	for i, p := range nt.params {
-		if p != nt.master[i] {
-			nt.b.Copy(p, nt.master[i])
-		}
-	}
+	kernels.AdamStepCopy(nt.b, nt.master, nt.grads, nt.m, nt.v, nt.copies, nt.hp)
 }
 
 func (nt *net) lossValue() float32 {
@@ -288,12 +292,16 @@ func BenchmarkResNet18Step(bm *testing.B) {
 			name = dt.String()
 		}
 		bm.Run(name+"/eager", func(bm *testing.B) {
+			c0 := b.Counters()
 			start := b.Record()
 			for i := 0; i < bm.N; i++ {
 				nt.step()
 			}
 			ms := b.Elapsed(start, b.Record())
+			c := b.Counters().Sub(c0)
 			bm.ReportMetric(float64(ms)/float64(bm.N), "ms/step")
+			bm.ReportMetric(float64(c.Launches)/float64(bm.N), "launches/step")
+			bm.ReportMetric(float64(c.Copies)/float64(bm.N), "copies/step")
 		})
 		if err := b.BeginCapture(); err != nil {
 			bm.Fatal(err)
@@ -412,4 +420,59 @@ func BenchmarkConvResNet18(bm *testing.B) {
 
 func convName(c convCase) string {
 	return name(c.c, "x", c.h, "x", c.w, "-k", c.k, "-", c.r, "x", c.s, "s", c.stride)
+}
+
+// BenchmarkProfileResNet18 prints where one training step of the test net
+// (batch 100, fp32 with TF32 convolutions and fp16) spends its device
+// time: per op kind and per op and shape, eagerly (event brackets include
+// any wait for the host's launches) and in a CUDA graph replay (pure device
+// time). Run it with -test.bench ProfileResNet18 -test.benchtime 1x.
+func BenchmarkProfileResNet18(bm *testing.B) {
+	b := device(bm)
+	for _, dt := range []kernels.DType{kernels.F32, kernels.F16} {
+		nt := newNet(b, dt, 100)
+		nt.data()
+		for i := 0; i < 3; i++ {
+			nt.step()
+		}
+		name := "tf32"
+		if dt != kernels.F32 {
+			name = dt.String()
+		}
+		const steps = 10
+		c0 := b.Counters()
+		b.StartProfile()
+		for i := 0; i < steps; i++ {
+			nt.step()
+		}
+		recs, err := b.StopProfile()
+		if err != nil {
+			bm.Fatal(err)
+		}
+		c := b.Counters().Sub(c0)
+		fmt.Printf("\n== %s eager: %.1f launches, %.1f copies, %.1f syncs per step (adam_copy %v)\n", name,
+			float64(c.Launches)/steps, float64(c.Copies)/steps, float64(c.Syncs-1)/steps, b.adamCopy)
+		kernels.WriteProfile(os.Stdout, name+" eager by op", kernels.Aggregate(recs, false), steps, 0)
+		if err := b.BeginCapture(); err != nil {
+			bm.Fatal(err)
+		}
+		b.StartProfile()
+		nt.step()
+		g, err := b.EndCapture()
+		if err != nil {
+			bm.Fatal(err)
+		}
+		_ = g.Launch()
+		if err := g.Launch(); err != nil {
+			bm.Fatal(err)
+		}
+		recs, err = b.StopProfile()
+		g.Destroy()
+		if err != nil {
+			bm.Fatal(err)
+		}
+		fmt.Printf("\n== %s graph replay\n", name)
+		kernels.WriteProfile(os.Stdout, name+" graph by op", kernels.Aggregate(recs, false), 1, 0)
+		kernels.WriteProfile(os.Stdout, name+" graph by op and shape", kernels.Aggregate(recs, true), 1, 60)
+	}
 }

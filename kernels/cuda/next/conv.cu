@@ -1,0 +1,478 @@
+// Convolution as implicit GEMM for the resnetlab CUDA backend.
+//
+// One templated kernel computes all three convolution GEMMs without
+// materialising im2col: operands are gathered from the NCHW tensors while a
+// 64x64x32 tile is staged in shared memory.
+//   FWD : y[n,k,p,q]  = sum_{c,r,s} x[n,c,p*st-pad+r,q*st-pad+s] w[k,c,r,s]
+//         M = N*P*Q, N = K, reduction = C*R*S
+//   BWDD: dx[n,c,h,w] = sum_{k,r,s} dy[n,k,(h+pad-r)/st,(w+pad-s)/st] w[k,c,r,s]
+//         M = N*H*W, N = C, reduction = K*R*S (terms with a fractional or
+//         out-of-range output index are zero)
+//   BWDW: dw[k,c,r,s] = sum_{n,p,q} dy[n,k,p,q] x[n,c,p*st-pad+r,q*st-pad+s]
+//         M = K, N = C*R*S, reduction = N*P*Q
+// Precisions: PF32 is plain fp32 FMA (exact), PTF32 uses TF32 tensor cores on
+// fp32 storage, PF16/PBF16 use fp16/bf16 tensor cores. Accumulation is
+// always fp32.
+// Loader versions (fp16/bf16 only; the _v2 entries): VER 1 is the original
+// loader (every element goes through fp32 and back); VER 2 moves the 2-byte
+// elements as they are; VER 2 with VEC also loads 8 contiguous elements
+// (16 bytes) at once where the operand is contiguous along the reduction:
+// the weights in FWD (needs C*R*S % 8 == 0) and dy in BWDW (needs P*Q % 8
+// == 0), both 16-byte aligned (the host checks and picks the entry). With gridDim.z > 1 the reduction is split: each split writes
+// fp32 partials in output layout to ws and splitk_reduce sums them in split
+// order, so results are deterministic.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <mma.h>
+
+using namespace nvcuda;
+
+struct ConvShape {
+  int N, C, H, W, K, R, S, P, Q, stride, pad;
+};
+
+enum { FWD = 0, BWDD = 1, BWDW = 2 };
+enum { PF32 = 0, PTF32 = 1, PF16 = 2, PBF16 = 3 };
+
+#define BM 64
+#define BN 64
+#define BK 32
+#define NT 128
+#define LDC (BM + 4)
+#define INVALID (-(1 << 28))
+
+template <bool B, class T, class F> struct cond { typedef T type; };
+template <class T, class F> struct cond<false, T, F> { typedef F type; };
+
+template <int PREC> struct Prec;
+template <> struct Prec<PF32> { typedef float T; typedef float F; enum { PAD = 4, KS = 8 }; };
+template <> struct Prec<PTF32> { typedef float T; typedef wmma::precision::tf32 F; enum { PAD = 4, KS = 8 }; };
+template <> struct Prec<PF16> { typedef __half T; typedef __half F; enum { PAD = 8, KS = 16 }; };
+template <> struct Prec<PBF16> { typedef __nv_bfloat16 T; typedef __nv_bfloat16 F; enum { PAD = 8, KS = 16 }; };
+
+__device__ __forceinline__ float toF(float v) { return v; }
+__device__ __forceinline__ float toF(__half v) { return __half2float(v); }
+__device__ __forceinline__ float toF(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> __device__ __forceinline__ T fromF(float v);
+template <> __device__ __forceinline__ float fromF<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half fromF<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 fromF<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+__device__ __forceinline__ float ldAny(const void* p, int dt, long long i) {
+  if (dt == 0) return static_cast<const float*>(p)[i];
+  if (dt == 1) return __half2float(static_cast<const __half*>(p)[i]);
+  return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+}
+
+__device__ __forceinline__ void stAny(void* p, int dt, long long i, float v) {
+  if (dt == 0) static_cast<float*>(p)[i] = v;
+  else if (dt == 1) static_cast<__half*>(p)[i] = __float2half_rn(v);
+  else static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+}
+
+// divStride returns t/st for the strides ResNet uses without a division.
+__device__ __forceinline__ int divStride(int t, int st) {
+  if (st == 1) return t;
+  if (st == 2) return t >> 1;
+  return t / st;
+}
+
+template <int MODE>
+__device__ __forceinline__ void gemmDims(const ConvShape& s, int& Mg, int& Ng, int& Kg) {
+  if (MODE == FWD) { Mg = s.N * s.P * s.Q; Ng = s.K; Kg = s.C * s.R * s.S; }
+  else if (MODE == BWDD) { Mg = s.N * s.H * s.W; Ng = s.C; Kg = s.K * s.R * s.S; }
+  else { Mg = s.K; Ng = s.C * s.R * s.S; Kg = s.N * s.P * s.Q; }
+}
+
+// mEntry decodes GEMM row m once per block: {gather base, h0, w0, output base}.
+template <int MODE>
+__device__ __forceinline__ int4 mEntry(const ConvShape& s, int m, int Mg, int Ng) {
+  if (m >= Mg) return make_int4(0, INVALID, INVALID, 0);
+  if (MODE == FWD) {
+    int PQ = s.P * s.Q, nb = m / PQ, pq = m - nb * PQ, p = pq / s.Q, q = pq - p * s.Q;
+    int h0 = p * s.stride - s.pad, w0 = q * s.stride - s.pad;
+    return make_int4(nb * s.C * s.H * s.W + h0 * s.W + w0, h0, w0, nb * s.K * PQ + pq);
+  } else if (MODE == BWDD) {
+    int HW = s.H * s.W, nb = m / HW, hw = m - nb * HW, h = hw / s.W, w = hw - h * s.W;
+    return make_int4(nb * s.K * s.P * s.Q, h + s.pad, w + s.pad, nb * s.C * HW + hw);
+  }
+  return make_int4(0, 0, 0, m * Ng);
+}
+
+// nEntry decodes GEMM column n (BWDW only): {x offset of (c,r,s), r, s}.
+__device__ __forceinline__ int4 nEntry(const ConvShape& s, int n, int Ng) {
+  if (n >= Ng) return make_int4(0, INVALID, INVALID, 0);
+  int RS = s.R * s.S, c = n / RS, rs = n - c * RS, r = rs / s.S, sx = rs - r * s.S;
+  return make_int4(c * s.H * s.W + r * s.W + sx, r, sx, 0);
+}
+
+// kEntry decodes reduction index kk once per k-tile.
+template <int MODE>
+__device__ __forceinline__ int4 kEntry(const ConvShape& s, int kk, int Kg) {
+  if (MODE == FWD) {
+    if (kk >= Kg) return make_int4(0, INVALID, INVALID, 0);
+    int RS = s.R * s.S, c = kk / RS, rs = kk - c * RS, r = rs / s.S, sx = rs - r * s.S;
+    return make_int4(c * s.H * s.W + r * s.W + sx, r, sx, 0);
+  } else if (MODE == BWDD) {
+    if (kk >= Kg) return make_int4(0, -INVALID, -INVALID, 0);
+    int RS = s.R * s.S, k = kk / RS, rs = kk - k * RS, r = rs / s.S, sx = rs - r * s.S;
+    return make_int4(k * s.P * s.Q, r, sx, k * s.C * RS + rs);
+  }
+  if (kk >= Kg) return make_int4(0, INVALID, INVALID, 0);
+  int PQ = s.P * s.Q, nb = kk / PQ, pq = kk - nb * PQ, p = pq / s.Q, q = pq - p * s.Q;
+  int h0 = p * s.stride - s.pad, w0 = q * s.stride - s.pad;
+  return make_int4(nb * s.C * s.H * s.W + h0 * s.W + w0, h0, w0, nb * s.K * PQ + pq);
+}
+
+template <int MODE, int PREC, int VER = 1, bool VEC = false>
+__device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<PREC>::T* __restrict__ ga,
+                                         const typename Prec<PREC>::T* __restrict__ gb,
+                                         typename Prec<PREC>::T* __restrict__ out, float* __restrict__ ws,
+                                         const void* bias, int bdt, int tilesPerSplit, int outLen) {
+  typedef typename Prec<PREC>::T T;
+  constexpr int PAD = Prec<PREC>::PAD;
+  constexpr bool AM = (MODE != BWDW);  // A staged m-fastest (col-major)
+  constexpr int LDA = AM ? (BM + PAD) : (BK + PAD);
+  constexpr int LDB = BK + PAD;
+  constexpr int AEL = AM ? BK * LDA : BM * LDA;
+  constexpr int BEL = BN * LDB;
+  constexpr int TILE_BYTES = (AEL + BEL) * (int)sizeof(T);
+  constexpr int C_BYTES = BN * LDC * 4;
+  constexpr int SMEM = TILE_BYTES > C_BYTES ? TILE_BYTES : C_BYTES;
+
+  __shared__ __align__(128) unsigned char smem[SMEM];
+  __shared__ int4 mtab[BM];
+  __shared__ int4 ntab[BN];
+  __shared__ int4 ktab[2][BK];  // double-buffered: tile t uses ktab[t & 1]
+  T* As = reinterpret_cast<T*>(smem);
+  T* Bs = As + AEL;
+  float* Cs = reinterpret_cast<float*>(smem);
+
+  const int tid = threadIdx.x;
+  int Mg, Ng, Kg;
+  gemmDims<MODE>(s, Mg, Ng, Kg);
+  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+  const int kTiles = (Kg + BK - 1) / BK;
+  const int kt0 = blockIdx.z * tilesPerSplit;
+  const int kt1 = min(kTiles, kt0 + tilesPerSplit);
+  const int PQ = s.P * s.Q, RS = s.R * s.S;
+
+  if (tid < BM) mtab[tid] = mEntry<MODE>(s, m0 + tid, Mg, Ng);
+  if (MODE == BWDW && tid < BN) ntab[tid] = nEntry(s, n0 + tid, Ng);
+  if (tid < BK) ktab[kt0 & 1][tid] = kEntry<MODE>(s, kt0 * BK + tid, Kg);
+  __syncthreads();
+
+  // Per-thread fixed coordinates of the 16 A and 16 B elements it stages.
+  const int aFix = AM ? (tid % BM) : (tid % BK);
+  const int aVar0 = AM ? (tid / BM) : (tid / BK);
+  constexpr int aStep = AM ? NT / BM : NT / BK;
+  const int bk = tid % BK, bn0 = tid / BK;
+  constexpr int bStep = NT / BK;
+
+  T ra[16], rb[16];
+  uint4 va[2], vb[2];  // VEC: 8 contiguous 2-byte elements each
+  static_assert(VER == 1 || sizeof(T) == 2, "loader version 2 is for fp16/bf16");
+  static_assert(!VEC || VER == 2, "VEC needs VER 2");
+  auto loadTile = [&](int t) {
+    const int k0 = t * BK;
+    const int4* kb = ktab[t & 1];
+    if constexpr (VER == 1) {
+#pragma unroll
+      for (int j = 0; j < 16; j++) {
+        float v = 0.f;
+        if constexpr (MODE == FWD) {
+          int4 mt = mtab[aFix], kt = kb[aVar0 + j * aStep];
+          int h = mt.y + kt.y, w = mt.z + kt.z;
+          if ((unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W) v = toF(ga[mt.x + kt.x]);
+        } else if constexpr (MODE == BWDD) {
+          int4 mt = mtab[aFix], kt = kb[aVar0 + j * aStep];
+          int th = mt.y - kt.y, tw = mt.z - kt.z;
+          if (th >= 0 && tw >= 0) {
+            int p = divStride(th, s.stride), q = divStride(tw, s.stride);
+            if (p * s.stride == th && q * s.stride == tw && p < s.P && q < s.Q) v = toF(ga[mt.x + kt.x + p * s.Q + q]);
+          }
+        } else {
+          int m = m0 + aVar0 + j * aStep;
+          int4 kt = kb[aFix];
+          if (m < Mg && kt.y != INVALID) v = toF(ga[kt.w + m * PQ]);
+        }
+        ra[j] = fromF<T>(v);
+      }
+#pragma unroll
+      for (int j = 0; j < 16; j++) {
+        float v = 0.f;
+        int n = n0 + bn0 + j * bStep, kk = k0 + bk;
+        if constexpr (MODE == FWD) {
+          if (n < Ng && kk < Kg) v = toF(gb[n * Kg + kk]);
+        } else if constexpr (MODE == BWDD) {
+          if (n < Ng && kk < Kg) v = toF(gb[kb[bk].w + n * RS]);
+        } else {
+          int4 kt = kb[bk], nt = ntab[bn0 + j * bStep];
+          int h = kt.y + nt.y, w = kt.z + nt.z;
+          if ((unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W) v = toF(gb[kt.x + nt.x]);
+        }
+        rb[j] = fromF<T>(v);
+      }
+    } else {
+      const T zero = fromF<T>(0.f);
+      if constexpr (VEC && MODE == BWDW) {
+        // dy rows: 64 m x 32 k = 256 chunks of 8, two per thread; a chunk
+        // never crosses an image (P*Q % 8 == 0) nor Kg (a multiple of P*Q).
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++) {
+          int c = tid + jj * NT, m = m0 + (c >> 2);
+          int4 kt = kb[(c & 3) * 8];
+          uint4 v = make_uint4(0u, 0u, 0u, 0u);
+          if (m < Mg && kt.y != INVALID) v = *reinterpret_cast<const uint4*>(ga + kt.w + m * PQ);
+          va[jj] = v;
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+          T v = zero;
+          if constexpr (MODE == FWD) {
+            int4 mt = mtab[aFix], kt = kb[aVar0 + j * aStep];
+            int h = mt.y + kt.y, w = mt.z + kt.z;
+            if ((unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W) v = ga[mt.x + kt.x];
+          } else if constexpr (MODE == BWDD) {
+            int4 mt = mtab[aFix], kt = kb[aVar0 + j * aStep];
+            int th = mt.y - kt.y, tw = mt.z - kt.z;
+            if (th >= 0 && tw >= 0) {
+              int p = divStride(th, s.stride), q = divStride(tw, s.stride);
+              if (p * s.stride == th && q * s.stride == tw && p < s.P && q < s.Q) v = ga[mt.x + kt.x + p * s.Q + q];
+            }
+          } else {
+            int m = m0 + aVar0 + j * aStep;
+            int4 kt = kb[aFix];
+            if (m < Mg && kt.y != INVALID) v = ga[kt.w + m * PQ];
+          }
+          ra[j] = v;
+        }
+      }
+      if constexpr (VEC && MODE == FWD) {
+        // weight rows: 64 n x 32 k = 256 chunks of 8, two per thread; a
+        // chunk is wholly inside or outside Kg (a multiple of 8).
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++) {
+          int c = tid + jj * NT, n = n0 + (c >> 2), kk = k0 + (c & 3) * 8;
+          uint4 v = make_uint4(0u, 0u, 0u, 0u);
+          if (n < Ng && kk < Kg) v = *reinterpret_cast<const uint4*>(gb + (long long)n * Kg + kk);
+          vb[jj] = v;
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+          T v = zero;
+          int n = n0 + bn0 + j * bStep, kk = k0 + bk;
+          if constexpr (MODE == FWD) {
+            if (n < Ng && kk < Kg) v = gb[n * Kg + kk];
+          } else if constexpr (MODE == BWDD) {
+            if (n < Ng && kk < Kg) v = gb[kb[bk].w + n * RS];
+          } else {
+            int4 kt = kb[bk], nt = ntab[bn0 + j * bStep];
+            int h = kt.y + nt.y, w = kt.z + nt.z;
+            if ((unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W) v = gb[kt.x + nt.x];
+          }
+          rb[j] = v;
+        }
+      }
+    }
+  };
+  auto storeTile = [&]() {
+    if constexpr (VER == 1) {
+#pragma unroll
+      for (int j = 0; j < 16; j++) {
+        T a = ra[j], b = rb[j];
+        if constexpr (PREC == PTF32) {
+          a = fromF<T>(wmma::__float_to_tf32(toF(a)));
+          b = fromF<T>(wmma::__float_to_tf32(toF(b)));
+        }
+        int av = aVar0 + j * aStep;
+        As[av * LDA + aFix] = a;  // col-major (k,m) when AM, row-major (m,k) otherwise
+        Bs[(bn0 + j * bStep) * LDB + bk] = b;
+      }
+    } else {
+      if constexpr (VEC && MODE == BWDW) {
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++) {
+          int c = tid + jj * NT;
+          *reinterpret_cast<uint4*>(As + (c >> 2) * LDA + (c & 3) * 8) = va[jj];  // row-major (m,k)
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 16; j++) As[(aVar0 + j * aStep) * LDA + aFix] = ra[j];
+      }
+      if constexpr (VEC && MODE == FWD) {
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++) {
+          int c = tid + jj * NT;
+          *reinterpret_cast<uint4*>(Bs + (c >> 2) * LDB + (c & 3) * 8) = vb[jj];
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 16; j++) Bs[(bn0 + j * bStep) * LDB + bk] = rb[j];
+      }
+    }
+  };
+  // A(m,k) in shared memory for the SIMT path.
+  auto aAt = [&](int m, int k) -> float { return AM ? toF(As[k * LDA + m]) : toF(As[m * LDA + k]); };
+
+  const int warp = tid >> 5, wm = warp & 1, wn = warp >> 1;
+  typedef typename cond<AM, wmma::col_major, wmma::row_major>::type ALayout;
+  constexpr int KS = Prec<PREC>::KS;
+  // The accumulator fragment type is valid for every precision; the SIMT
+  // path keeps its own registers instead.
+  wmma::fragment<wmma::accumulator, 16, 16, (PREC == PF32 ? 8 : KS), float> acc[2][2];
+  float sacc[8][4];
+  const int tx = tid % 16, ty = tid / 16;
+  if constexpr (PREC == PF32) {
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+      for (int j = 0; j < 4; j++) sacc[i][j] = 0.f;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+      for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.f);
+  }
+
+  if (kt0 < kt1) loadTile(kt0);
+  for (int t = kt0; t < kt1; t++) {
+    storeTile();
+    // The other buffer's last reader was loadTile(t - 1), before the
+    // previous iteration's closing barrier.
+    if (t + 1 < kt1 && tid < BK) ktab[(t + 1) & 1][tid] = kEntry<MODE>(s, (t + 1) * BK + tid, Kg);
+    __syncthreads();
+    if (t + 1 < kt1) loadTile(t + 1);
+    if constexpr (PREC == PF32) {
+#pragma unroll 4
+      for (int k = 0; k < BK; k++) {
+        float a[8], b[4];
+#pragma unroll
+        for (int i = 0; i < 8; i++) a[i] = aAt(ty * 8 + i, k);
+#pragma unroll
+        for (int j = 0; j < 4; j++) b[j] = toF(Bs[(tx * 4 + j) * LDB + k]);
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+#pragma unroll
+          for (int j = 0; j < 4; j++) sacc[i][j] = fmaf(a[i], b[j], sacc[i][j]);
+      }
+    } else {
+      typedef typename Prec<PREC>::F F;
+#pragma unroll
+      for (int kq = 0; kq < BK; kq += KS) {
+        wmma::fragment<wmma::matrix_a, 16, 16, KS, F, ALayout> fa[2];
+        wmma::fragment<wmma::matrix_b, 16, 16, KS, F, wmma::col_major> fb[2];
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+          int mm = wm * 32 + i * 16;
+          const T* pa = AM ? As + kq * LDA + mm : As + mm * LDA + kq;
+          wmma::load_matrix_sync(fa[i], pa, LDA);
+        }
+#pragma unroll
+        for (int j = 0; j < 2; j++) wmma::load_matrix_sync(fb[j], Bs + (wn * 32 + j * 16) * LDB + kq, LDB);
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+          for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+      }
+    }
+    __syncthreads();
+  }
+
+  // Epilogue: accumulators -> Cs (m-fastest for FWD/BWDD, n-fastest for
+  // BWDW, matching the output layout) -> global memory.
+  constexpr bool OM = (MODE != BWDW);
+  if constexpr (PREC == PF32) {
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        int mm = ty * 8 + i, nn = tx * 4 + j;
+        Cs[OM ? nn * LDC + mm : mm * LDC + nn] = sacc[i][j];
+      }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+      for (int j = 0; j < 2; j++) {
+        int mm = wm * 32 + i * 16, nn = wn * 32 + j * 16;
+        if (OM) wmma::store_matrix_sync(Cs + nn * LDC + mm, acc[i][j], LDC, wmma::mem_col_major);
+        else wmma::store_matrix_sync(Cs + mm * LDC + nn, acc[i][j], LDC, wmma::mem_row_major);
+      }
+  }
+  __syncthreads();
+  const int nstride = (MODE == FWD) ? PQ : s.H * s.W;
+#pragma unroll 4
+  for (int j = 0; j < BM * BN / NT; j++) {
+    int e = tid + j * NT;
+    int mi = OM ? e % BM : e / BN, ni = OM ? e / BM : e % BN;
+    int m = m0 + mi, n = n0 + ni;
+    if (m >= Mg || n >= Ng) continue;
+    float v = Cs[OM ? ni * LDC + mi : mi * LDC + ni];
+    int oi = (MODE == BWDW) ? m * Ng + n : mtab[mi].w + n * nstride;
+    if (ws) {
+      ws[(long long)blockIdx.z * outLen + oi] = v;
+    } else {
+      if (bias) v += ldAny(bias, bdt, n);
+      out[oi] = fromF<T>(v);
+    }
+  }
+}
+
+#define CONV_ENTRY(name, MODE, PREC)                                                                         \
+  extern "C" __global__ void __launch_bounds__(NT)                                                          \
+      name(ConvShape s, const void* a, const void* b, void* out, float* ws, const void* bias, int bdt,     \
+           int tilesPerSplit, int outLen) {                                                                 \
+    typedef Prec<PREC>::T T;                                                                                \
+    convGemm<MODE, PREC>(s, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), ws, \
+                         bias, bdt, tilesPerSplit, outLen);                                                 \
+  }
+
+// The _v2 entries: loader version 2 (see the top), without and with
+// 16-byte loads.
+#define CONV_ENTRY2(name, MODE, PREC, VEC)                                                                   \
+  extern "C" __global__ void __launch_bounds__(NT)                                                          \
+      name(ConvShape s, const void* a, const void* b, void* out, float* ws, const void* bias, int bdt,     \
+           int tilesPerSplit, int outLen) {                                                                 \
+    typedef Prec<PREC>::T T;                                                                                \
+    convGemm<MODE, PREC, 2, VEC>(s, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), \
+                                 ws, bias, bdt, tilesPerSplit, outLen);                                     \
+  }
+
+CONV_ENTRY(conv_fwd_f32, FWD, PF32)
+CONV_ENTRY(conv_fwd_tf32, FWD, PTF32)
+CONV_ENTRY(conv_fwd_f16, FWD, PF16)
+CONV_ENTRY(conv_fwd_bf16, FWD, PBF16)
+CONV_ENTRY(conv_bwdd_f32, BWDD, PF32)
+CONV_ENTRY(conv_bwdd_tf32, BWDD, PTF32)
+CONV_ENTRY(conv_bwdd_f16, BWDD, PF16)
+CONV_ENTRY(conv_bwdd_bf16, BWDD, PBF16)
+CONV_ENTRY(conv_bwdw_f32, BWDW, PF32)
+CONV_ENTRY(conv_bwdw_tf32, BWDW, PTF32)
+CONV_ENTRY(conv_bwdw_f16, BWDW, PF16)
+CONV_ENTRY(conv_bwdw_bf16, BWDW, PBF16)
+CONV_ENTRY2(conv_fwd_f16_v2, FWD, PF16, false)
+CONV_ENTRY2(conv_fwd_bf16_v2, FWD, PBF16, false)
+CONV_ENTRY2(conv_bwdd_f16_v2, BWDD, PF16, false)
+CONV_ENTRY2(conv_bwdd_bf16_v2, BWDD, PBF16, false)
+CONV_ENTRY2(conv_bwdw_f16_v2, BWDW, PF16, false)
+CONV_ENTRY2(conv_bwdw_bf16_v2, BWDW, PBF16, false)
+CONV_ENTRY2(conv_fwd_f16_v2vec, FWD, PF16, true)
+CONV_ENTRY2(conv_fwd_bf16_v2vec, FWD, PBF16, true)
+CONV_ENTRY2(conv_bwdw_f16_v2vec, BWDW, PF16, true)
+CONV_ENTRY2(conv_bwdw_bf16_v2vec, BWDW, PBF16, true)
+
+// splitk_reduce sums the split partials in split order and writes the
+// output in its dtype; bias (optional) is indexed by (i / bdiv) % bmod.
+extern "C" __global__ void splitk_reduce(void* out, int odt, const float* __restrict__ ws, int splits, int len,
+                                         const void* bias, int bdt, int bdiv, int bmod) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < len; i += gridDim.x * blockDim.x) {
+    float v = 0.f;
+    for (int z = 0; z < splits; z++) v += ws[(long long)z * len + i];
+    if (bias) v += ldAny(bias, bdt, (i / bdiv) % bmod);
+    stAny(out, odt, i, v);
+  }
+}
