@@ -57,18 +57,27 @@ func loadModules() (*modules, error) {
 
 // fn returns the kernel called name, searching every module once.
 func (m *modules) fn(name string) uintptr {
-	if f, ok := m.funcs[name]; ok {
+	if f, ok := m.lookup(name); ok {
 		return f
+	}
+	panic(fmt.Sprintf("cuda: kernel %q is in none of the PTX modules %s", name, strings.Join(m.names, ", ")))
+}
+
+// lookup is fn without the panic, for ops that are optional (a PTX set
+// generated before their source existed lacks them).
+func (m *modules) lookup(name string) (uintptr, bool) {
+	if f, ok := m.funcs[name]; ok {
+		return f, true
 	}
 	cname := append([]byte(name), 0)
 	for _, h := range m.handles {
 		var f uintptr
 		if call("cuModuleGetFunction", drv.cuModuleGetFunction, uintptr(unsafe.Pointer(&f)), h, uintptr(unsafe.Pointer(&cname[0]))) == nil {
 			m.funcs[name] = f
-			return f
+			return f, true
 		}
 	}
-	panic(fmt.Sprintf("cuda: kernel %q is in none of the PTX modules %s", name, strings.Join(m.names, ", ")))
+	return 0, false
 }
 
 func (m *modules) unload() {
