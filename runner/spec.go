@@ -40,6 +40,10 @@ package runner
 //	concurrent    bool     false       run the grid's runs at the same time
 //	share_devices bool     true        a run with more ranks than devices puts several
 //	                                   ranks on one device; false makes it an error
+//	device_batches bool    true        hold the data sets in each rank's backend memory
+//	                                   and build batches there (same values bit for bit);
+//	                                   false builds them on the host and uploads them.
+//	                                   Gemini with a device_budget always uses the host.
 //
 //	[synthetic]            only used when dataset = "synthetic"
 //	train         int      10000       training images (>= batch_size)
@@ -115,6 +119,8 @@ type Spec struct {
 	Device       string
 	Concurrent   bool
 	ShareDevices bool
+	// DeviceBatches: build batches in the backend from the resident data set.
+	DeviceBatches bool
 
 	Synthetic SyntheticSpec
 	Grid      GridSpec
@@ -260,7 +266,7 @@ func defaultSpec(file string, getenv func(string) string) *Spec {
 		InChannels: 3, Width: 64, Seed: 1024, LR: 1e-3,
 		Milestones: []int{20, 40, 60, 80}, Gamma: 1.0 / 3,
 		Checkpoint: "./checkpoint", Interval: 5, EvalEvery: 1,
-		ResultsDir: "results", Device: "auto", ShareDevices: true,
+		ResultsDir: "results", Device: "auto", ShareDevices: true, DeviceBatches: true,
 		Synthetic: SyntheticSpec{Train: 10000, Test: 2000},
 		Zero:      ZeroSpec{Stage: 1},
 		Gemini: GeminiSpec{Placement: "static", ShardParamFrac: 1,

@@ -36,6 +36,7 @@ type rawSpec struct {
 	Device       toml.Primitive `toml:"device"`
 	Concurrent   toml.Primitive `toml:"concurrent"`
 	ShareDevices toml.Primitive `toml:"share_devices"`
+	DeviceBatch  toml.Primitive `toml:"device_batches"`
 	Synthetic    toml.Primitive `toml:"synthetic"`
 	Grid         toml.Primitive `toml:"grid"`
 	Run          toml.Primitive `toml:"run"`

@@ -97,6 +97,7 @@ func (d *decoder) topLevel(r *rawSpec, s *Spec) {
 	d.stringVal("device", r.Device, &s.Device, "a string", devices)
 	d.boolVal("concurrent", r.Concurrent, &s.Concurrent)
 	d.boolVal("share_devices", r.ShareDevices, &s.ShareDevices)
+	d.boolVal("device_batches", r.DeviceBatch, &s.DeviceBatches)
 }
 
 func oneOfInt(vals ...int64) intRule {
