@@ -25,7 +25,8 @@ gpus = 2`} {
 				t.Fatal(err)
 			}
 			res[i] = finished(t, evs)[0]
-			if got := inputLog(evs); on != strings.HasPrefix(got, "batches built by the cpu backend") {
+			want := map[bool]string{true: "batches built by the cpu backend", false: "batches built on the host (device_batches = false)"}[on]
+			if got := inputLog(evs); !strings.HasPrefix(got, want) {
 				t.Fatalf("device_batches = %v: input log %q", on, got)
 			}
 		}

@@ -144,6 +144,8 @@ func (j *job) logInput() {
 		j.logf("warn", "batches built on the host: %v", rs.devErr)
 	case j.spec.DeviceBatches:
 		j.logf("info", "batches built on the host: gemini's device_budget is not shared with the data set")
+	default:
+		j.logf("info", "batches built on the host (device_batches = false)")
 	}
 }
 
