@@ -95,8 +95,8 @@ func (l *Loader) Batch(epoch, step int, x []float32, labels []float32) int {
 	for k, i := range idx {
 		dst := x[k*il : (k+1)*il]
 		if l.augment {
-			dy, dx, flip := AugmentParams(l.seed, epoch, i)
-			Augment(dst, l.ds.Image(i), l.ds.C, dy, dx, flip)
+			c := l.crop(epoch, i)
+			Augment(dst, l.ds.Image(i), l.ds.C, c.DY, c.DX, c.Flip)
 		} else {
 			ToFloat(dst, l.ds.Image(i))
 		}

@@ -90,7 +90,7 @@ func (j *job) evaluate() (acc float64, perClass []float64, err error) {
 	// Every rank runs it: Gemini gathers its sharded chunks collectively.
 	err = j.pool.do(func(r int) error {
 		rs := j.ranks[r]
-		a, pc := evaluateModel(rs.eng.Model(), rs.be, j.test, j.precision, EvalBatch)
+		a, pc := evaluateModel(rs.eng.Model(), rs.be, j.test, rs.devTest, j.precision, EvalBatch)
 		if r == 0 {
 			acc, perClass = a, pc
 		}

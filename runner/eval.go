@@ -11,14 +11,18 @@ const EvalBatch = 128
 
 // evaluateModel runs m in eval mode over the whole test set (in order,
 // last partial batch included) and returns the accuracy and the accuracy
-// of each class.
-func evaluateModel(m *model.ResNet, be kernels.Backend, test *data.Dataset, dt kernels.DType, batch int) (float64, []float64) {
+// of each class. With dev (test held in be's memory) the batches are built
+// there, else on the host.
+func evaluateModel(m *model.ResNet, be kernels.Backend, test *data.Dataset, dev *deviceSet, dt kernels.DType, batch int) (float64, []float64) {
 	if batch <= 0 {
 		batch = EvalBatch
 	}
 	classes := len(test.Classes)
 	loader := data.NewLoader(test, batch, false, false, false, 0, 0, 1)
-	xh := make([]float32, batch*test.ImageLen())
+	var xh []float32
+	if dev == nil {
+		xh = make([]float32, batch*test.ImageLen())
+	}
 	yh := make([]float32, batch)
 	logits := make([]float32, batch*classes)
 	correct, total := make([]int, classes), make([]int, classes)
@@ -31,14 +35,19 @@ func evaluateModel(m *model.ResNet, be kernels.Backend, test *data.Dataset, dt k
 		in.free(be)
 	}()
 	for s := 0; s < loader.Steps(0); s++ {
-		n := loader.Batch(0, s, xh, yh)
+		n := len(loader.Indices(0, s))
 		if x == nil || x.Shape[0] != n {
 			if x != nil {
 				be.Free(x)
 			}
 			x = be.New(kernels.CatData, dt, n, test.C, data.Side, data.Side)
 		}
-		in.upload(be, x, xh[:n*test.ImageLen()])
+		if dev != nil {
+			dev.batch(loader, 0, s, x, yh)
+		} else {
+			loader.Batch(0, s, xh, yh)
+			in.upload(be, x, xh[:n*test.ImageLen()])
+		}
 		out := m.Forward(x, false)
 		be.Download(out, logits[:n*classes])
 		for i := 0; i < n; i++ {

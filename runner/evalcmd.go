@@ -63,7 +63,12 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 	if err := m.LoadStateDict(stateDictOf(ts)); err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	acc, perClass = evaluateModel(m, be, test, kernels.F32, opts.BatchSize)
+	var dev *deviceSet // nil: batches from the host
+	if s.DeviceBatches {
+		dev, _ = openDeviceSet(be, test)
+		defer dev.free()
+	}
+	acc, perClass = evaluateModel(m, be, test, dev, kernels.F32, opts.BatchSize)
 	return acc, perClass, ctx.Err()
 }
 

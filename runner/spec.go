@@ -53,6 +53,10 @@ package runner
 //	                                   "host": collectives over host memory (GPU
 //	                                   ranks stage through it: the slow, portable
 //	                                   path). CPU runs accept only "auto" and "host".
+//	device_batches bool    true        hold the data sets in each rank's backend memory
+//	                                   and build batches there (same values bit for bit);
+//	                                   false builds them on the host and uploads them.
+//	                                   Gemini with a device_budget always uses the host.
 //
 //	[synthetic]            only used when dataset = "synthetic"
 //	train         int      10000       training images (>= batch_size)
@@ -129,6 +133,8 @@ type Spec struct {
 	Concurrent   bool
 	ShareDevices bool
 	Comm         string
+	// DeviceBatches: build batches in the backend from the resident data set.
+	DeviceBatches bool
 
 	Synthetic SyntheticSpec
 	Grid      GridSpec
@@ -275,7 +281,7 @@ func defaultSpec(file string, getenv func(string) string) *Spec {
 		InChannels: 3, Width: 64, Seed: 1024, LR: 1e-3,
 		Milestones: []int{20, 40, 60, 80}, Gamma: 1.0 / 3,
 		Checkpoint: "./checkpoint", Interval: 5, EvalEvery: 1,
-		ResultsDir: "results", Device: "auto", ShareDevices: true, Comm: "auto",
+		ResultsDir: "results", Device: "auto", ShareDevices: true, Comm: "auto", DeviceBatches: true,
 		Synthetic: SyntheticSpec{Train: 10000, Test: 2000},
 		Zero:      ZeroSpec{Stage: 1},
 		Gemini: GeminiSpec{Placement: "static", ShardParamFrac: 1,

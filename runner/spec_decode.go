@@ -37,6 +37,7 @@ type rawSpec struct {
 	Concurrent   toml.Primitive `toml:"concurrent"`
 	ShareDevices toml.Primitive `toml:"share_devices"`
 	Comm         toml.Primitive `toml:"comm"`
+	DeviceBatch  toml.Primitive `toml:"device_batches"`
 	Synthetic    toml.Primitive `toml:"synthetic"`
 	Grid         toml.Primitive `toml:"grid"`
 	Run          toml.Primitive `toml:"run"`

@@ -98,6 +98,7 @@ func (d *decoder) topLevel(r *rawSpec, s *Spec) {
 	d.boolVal("concurrent", r.Concurrent, &s.Concurrent)
 	d.boolVal("share_devices", r.ShareDevices, &s.ShareDevices)
 	d.stringVal("comm", r.Comm, &s.Comm, "a string", comms)
+	d.boolVal("device_batches", r.DeviceBatch, &s.DeviceBatches)
 }
 
 func oneOfInt(vals ...int64) intRule {

@@ -68,6 +68,7 @@ device = "cpu"
 concurrent = true
 share_devices = false
 comm = "host"
+device_batches = false
 
 [synthetic]
 train = 4000
@@ -112,7 +113,7 @@ func TestSpecAllKeys(t *testing.T) {
 		DataDir: "/d", InChannels: 1, Width: 16, Seed: 7, LR: 2, Milestones: []int{3, 6},
 		Gamma: 0.5, Checkpoint: "./ck/{name}-{plugin}-{precision}-{gpus}", Interval: 0,
 		Resume: 3, TargetAcc: 0.6, EvalEvery: 2, ResultsDir: "out", Device: "cpu",
-		Concurrent: true, ShareDevices: false, Comm: "host",
+		Concurrent: true, ShareDevices: false, Comm: "host", DeviceBatches: false,
 		Synthetic: SyntheticSpec{Train: 4000, Test: 500, Seed: 7},
 		Grid:      GridSpec{Plugin: []string{"gemini"}, Precision: []string{"bf16"}, GPUs: []int{1, 2}},
 		Runs:      []RunEntry{{Plugin: "low_level_zero", GPUs: 1}},

@@ -54,6 +54,10 @@ type rankState struct {
 	x, y   *kernels.Tensor
 	in     inputBuf
 	stats  parallel.StepStats
+	// dev and devTest hold the data sets in the backend's memory when it
+	// builds the batches (nil: built on the host, uploaded through in).
+	dev, devTest *deviceSet
+	devErr       error // why dev is nil, when device batches were wanted
 }
 
 // errStopped ends a run that a Stop command or Ctrl-C interrupted.
@@ -86,7 +90,7 @@ func (j *job) setup() error {
 	if err := j.startComm(); err != nil {
 		return err
 	}
-	return j.pool.do(func(r int) error {
+	err = j.pool.do(func(r int) error {
 		be, err := j.plan.open(r, n)
 		if err != nil {
 			return err
@@ -108,11 +112,56 @@ func (j *job) setup() error {
 		}
 		b := j.spec.BatchSize
 		rs.loader = data.NewLoader(j.train, b, true, true, true, uint64(j.spec.Seed), r, n)
-		rs.xh, rs.yh = make([]float32, b*j.train.ImageLen()), make([]float32, b)
+		rs.yh = make([]float32, b)
 		rs.x = be.New(kernels.CatData, j.precision, b, j.train.C, data.Side, data.Side)
 		rs.y = be.New(kernels.CatData, kernels.F32, b)
+		if j.deviceBatches() {
+			rs.openDeviceSets(j.train, j.test)
+		}
+		if rs.dev == nil {
+			rs.xh = make([]float32, b*j.train.ImageLen())
+		}
 		return nil
 	})
+	if err == nil {
+		j.logInput()
+	}
+	return err
+}
+
+// deviceBatches says whether the spec wants batches built in the backend.
+// Gemini under a device budget builds them on the host: the resident data
+// set would take its share of the budget from the chunks.
+func (j *job) deviceBatches() bool {
+	return j.spec.DeviceBatches && !(j.cell.Plugin == PluginGemini && j.spec.Gemini.DeviceBudget > 0)
+}
+
+// openDeviceSets uploads both data sets once; if either cannot be held,
+// the rank builds every batch on the host.
+func (rs *rankState) openDeviceSets(train, test *data.Dataset) {
+	if rs.dev, rs.devErr = openDeviceSet(rs.be, train); rs.devErr != nil {
+		return
+	}
+	if rs.devTest, rs.devErr = openDeviceSet(rs.be, test); rs.devErr != nil {
+		rs.dev.free()
+		rs.dev = nil
+	}
+}
+
+// logInput says where rank 0 builds its batches and why.
+func (j *job) logInput() {
+	rs := j.ranks[0]
+	switch {
+	case rs.dev != nil:
+		j.logf("info", "batches built by the %s backend from the data sets it holds (%s per rank)",
+			j.plan.kind, FormatSize(rs.dev.bytes()+rs.devTest.bytes()))
+	case rs.devErr != nil:
+		j.logf("warn", "batches built on the host: %v", rs.devErr)
+	case j.spec.DeviceBatches:
+		j.logf("info", "batches built on the host: gemini's device_budget is not shared with the data set")
+	default:
+		j.logf("info", "batches built on the host (device_batches = false)")
+	}
 }
 
 func (j *job) engineConfig() (parallel.EngineConfig, error) {
@@ -147,6 +196,8 @@ func (j *job) close() {
 			rs.eng.Free()
 			rs.eng.Model().Free()
 		}
+		rs.dev.free()
+		rs.devTest.free()
 		j.closeComm(r, rs)
 		closeBackend(rs.be)
 		return nil
@@ -159,8 +210,12 @@ func (j *job) trainStep(lr float32) error {
 	epoch, step := j.epoch, j.step
 	return j.pool.do(func(r int) error {
 		rs := j.ranks[r]
-		rs.loader.Batch(epoch, step, rs.xh, rs.yh)
-		rs.in.upload(rs.be, rs.x, rs.xh)
+		if rs.dev != nil {
+			rs.dev.batch(rs.loader, epoch, step, rs.x, rs.yh)
+		} else {
+			rs.loader.Batch(epoch, step, rs.xh, rs.yh)
+			rs.in.upload(rs.be, rs.x, rs.xh)
+		}
 		rs.be.Upload(rs.y, rs.yh)
 		st, err := rs.eng.Step(rs.x, rs.y, lr)
 		rs.stats = st

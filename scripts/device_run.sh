@@ -16,6 +16,10 @@
 #   concurrent  two runs at once on the GPU (concurrent = true) give the
 #             model digests they give one after another; with
 #             share_devices = false they fall back to one after another
+#   batches   issue 3's input pipeline: torch_ddp fp32 and fp16, BATCH_EPOCHS
+#             (default 3) Fashion-MNIST epochs with device_batches = true (data
+#             sets resident, batches built on the GPU) and false (host); epoch
+#             times, wall times and model sha256 (must be equal) side by side
 #   table80   issue 9's 80-epoch table: every plugin and both peers at once,
 #             each resuming from its own checkpoint; call it again on the warm
 #             machine until done (T80_DEADLINE seconds per call)
@@ -326,6 +330,37 @@ stage_fp16() {
 	"${old[@]}" timeout 60 "$B" bench --device cuda --steps 200 --warmup 20 --precision fp32,fp16 2>&1 | sed 's/^/old  /'
 	unset RESNETLAB_PTX_DIR RESNETLAB_ADAM_COPY RESNETLAB_CONV_V2
 	tar -C "$w" -czf "$OUT/fp16.tgz" ptx gen.log test.log profile_new.log profile_old.log bench_new.log
+}
+
+# Issue 3: batches built on the GPU from the resident data set versus on the
+# host. Same seed and recipe, so each pair of runs must end with the same
+# model file (bit for bit); the training epoch times measure the pipeline,
+# the wall time adds setup (the data set upload) and the test passes.
+stage_batches() {
+	local on e=${BATCH_EPOCHS:-3} t0
+	step "device_batches = true vs false: torch_ddp fp32 and fp16, $e Fashion-MNIST epochs, one run at a time"
+	for on in true false; do
+		t0=$(date +%s%N)
+		timeout 200 "$B" run --headless "$(spec "batches_$on" "$e" "device_batches = $on" '[grid]' \
+			'plugin = ["torch_ddp", "torch_ddp_fp16"]')" | grep -E "batches built|error|FAIL" | sort -u
+		echo "device_batches = $on: wall $((($(date +%s%N) - t0) / 1000000)) ms for both runs"
+	done
+	python3 - <<'EOF'
+import glob, json
+res = {}
+for f in sorted(glob.glob("/tmp/w/results/batches_*.json")):
+    r = json.load(open(f))
+    on = f.split("batches_")[1].split("-")[0]
+    secs = [e["seconds"] for e in r["per_epoch"]]
+    res[(r["run"], on)] = r
+    print(f"{r['run']:24} device_batches={on:5} epochs(s) {' '.join(f'{s:.2f}' for s in secs)} "
+          f"img/s {r['images_per_second']:.0f} peak {max(r['peak_device_bytes_per_rank'])/2**20:.1f} MiB "
+          f"acc {r.get('final_test_acc') or 0:.4f} sha {r['model_sha256'][:16]}")
+for run in sorted({k[0] for k in res}):
+    a, b = res.get((run, "true")), res.get((run, "false"))
+    if a and b:
+        print(f"{run}: model {'SAME' if a['model_sha256'] == b['model_sha256'] else 'DIFFERS'} with device and host batches")
+EOF
 }
 
 stage_interop() {

@@ -19,11 +19,11 @@ grep -E "^==|error" "$work/gen.log" | head -40
 cd kernels/cuda
 export RESNETLAB_PTX_DIR="$work/ptx"
 rc=0
-for t in ${TESTS:-PTX F16 Narrow Elementwise ConvMatches ConvDet Linear BatchNorm Pooling Softmax Adam NonFinite Memory Driver Graph ResNet18Trains}; do
+for t in ${TESTS:-PTX F16 Narrow Elementwise ConvMatches ConvDet Linear BatchNorm Pooling Softmax Adam Augment NonFinite Memory Driver Graph ResNet18Trains}; do
   timeout 90 "$root/.dev/cudatest" -test.v -test.run "$t" >>"$work/test.log" 2>&1 || { echo "--- FAIL: group $t (exit $?)" >>"$work/test.log"; rc=1; }
 done
 grep -E "^(--- FAIL|FAIL)|relative error|panic|error text|loss |differs|missed|overwrote" "$work/test.log" | head -120
-for bench in ${BENCH:-ResNet18Step ConvResNet18}; do
+for bench in ${BENCH:-ResNet18Step ConvResNet18 AugmentBatch}; do
   timeout 120 "$root/.dev/cudatest" -test.run '^$' -test.bench "$bench" -test.benchtime "${BENCHTIME:-20x}" >>"$work/bench.log" 2>&1 || rc=1
 done
 cat "$work/bench.log" >>"$work/test.log"

@@ -57,27 +57,34 @@ func loadModules() (*modules, error) {
 
 // fn returns the kernel called name, searching every module once.
 func (m *modules) fn(name string) uintptr {
-	if !m.has(name) {
-		panic(fmt.Sprintf("cuda: kernel %q is in none of the PTX modules %s", name, strings.Join(m.names, ", ")))
+	if f, ok := m.lookup(name); ok {
+		return f
 	}
-	return m.funcs[name]
+	panic(fmt.Sprintf("cuda: kernel %q is in none of the PTX modules %s", name, strings.Join(m.names, ", ")))
 }
 
 // has reports whether some module defines kernel name (an optional kernel
 // that an older PTX build may lack).
 func (m *modules) has(name string) bool {
-	if _, ok := m.funcs[name]; ok {
-		return true
+	_, ok := m.lookup(name)
+	return ok
+}
+
+// lookup is fn without the panic, for ops that are optional (a PTX set
+// generated before their source existed lacks them).
+func (m *modules) lookup(name string) (uintptr, bool) {
+	if f, ok := m.funcs[name]; ok {
+		return f, true
 	}
 	cname := append([]byte(name), 0)
 	for _, h := range m.handles {
 		var f uintptr
 		if call("cuModuleGetFunction", drv.cuModuleGetFunction, uintptr(unsafe.Pointer(&f)), h, uintptr(unsafe.Pointer(&cname[0]))) == nil {
 			m.funcs[name] = f
-			return true
+			return f, true
 		}
 	}
-	return false
+	return 0, false
 }
 
 func (m *modules) unload() {

@@ -20,8 +20,14 @@ func TestPTXMatchesSource(t *testing.T) {
 	}
 	srcs, _ := filepath.Glob("src/*.cu")
 	ptxs, _ := filepath.Glob(filepath.Join(dir, "*.ptx"))
-	if len(srcs) == 0 || len(srcs) != len(ptxs) {
-		t.Fatalf("sources %v and PTX files %v do not pair up", srcs, ptxs)
+	if len(srcs) == 0 {
+		t.Fatalf("no kernel sources in src/ (PTX files %v)", ptxs)
+	}
+	for _, p := range ptxs {
+		name := strings.TrimSuffix(filepath.Base(p), ".ptx")
+		if _, err := os.Stat(filepath.Join("src", name+".cu")); err != nil {
+			t.Errorf("%s has no source src/%s.cu", p, name)
+		}
 	}
 	for _, src := range srcs {
 		name := strings.TrimSuffix(filepath.Base(src), ".cu")
@@ -33,7 +39,8 @@ func TestPTXMatchesSource(t *testing.T) {
 		want := "// sha256 " + hex.EncodeToString(sum[:]) + " src/" + name + ".cu"
 		ptx, err := os.ReadFile(filepath.Join(dir, name+".ptx"))
 		if err != nil {
-			t.Fatalf("%s has no PTX: %v (run kernels/cuda/gen.sh on a machine with nvcc)", src, err)
+			t.Errorf("%s has no PTX: %v (run kernels/cuda/gen.sh on a machine with nvcc)", src, err)
+			continue
 		}
 		first, _, _ := strings.Cut(string(ptx), "\n")
 		if first != want {
