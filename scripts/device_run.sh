@@ -294,7 +294,7 @@ stage_fp16() {
 	# One process per group, so a panic loses one group only. A new kernel
 	# that fails its test is switched off for the rest of the stage.
 	for f in 'PTX|VecOK' AdamStepCopy LossAndNonFinite ProfileRecords ConvLoader ConvMatches ConvDet \
-		'AdamMatches|NonFinite' Graph ResNet18Trains; do
+		'AdamMatches|NonFinite' Graph ResNet18Trains Augment; do
 		(cd kernels/cuda && timeout 60 "$root/.dev/cudatest" -test.v -test.run "$f" >>"$w/test.log" 2>&1) && continue
 		echo "--- FAIL: group $f" | tee -a "$w/test.log"
 		case $f in
@@ -310,6 +310,9 @@ stage_fp16() {
 		grep -E "ms/step|FAIL|panic" | sed 's/^/novec /')
 	(cd kernels/cuda && "${old[@]}" timeout 60 "$root/.dev/cudatest" -test.run '^$' -test.bench 'ResNet18Step' -test.benchtime 50x 2>&1 |
 		grep -E "ms/step|FAIL|panic" | sed 's/^/old  /')
+	step "augment: batch of 100 built on the device vs the host path (us/call)"
+	(cd kernels/cuda && timeout 60 "$root/.dev/cudatest" -test.run '^$' -test.bench 'AugmentBatch' -test.benchtime 200x 2>&1 |
+		grep -E "ns/op|us/|FAIL|panic")
 	step "fp16: per-op profile of the test net's step (new kernels, then old)"
 	(cd kernels/cuda && timeout 60 "$root/.dev/cudatest" -test.run '^$' -test.bench 'ProfileResNet18' -test.benchtime 1x >"$w/profile_new.log" 2>&1)
 	(cd kernels/cuda && "${old[@]}" timeout 60 "$root/.dev/cudatest" -test.run '^$' -test.bench 'ProfileResNet18' -test.benchtime 1x >"$w/profile_old.log" 2>&1)
