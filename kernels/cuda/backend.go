@@ -38,6 +38,7 @@ type Backend struct {
 	stageCap int
 
 	capturing bool
+	cp        *copier // the copy stream of asynchronous moves (mover.go), nil until the first
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -116,6 +117,7 @@ func (b *Backend) Close() {
 	if b.stream != 0 {
 		_ = call("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
 	}
+	b.closeCopier()
 	b.alloc.releaseAll()
 	for _, p := range b.tables {
 		_ = call("cuMemFree_v2(table)", drv.cuMemFree, p)
@@ -158,11 +160,17 @@ func (b *Backend) Device() string { return fmt.Sprintf("%s #%d", b.name, b.ordin
 // Capacity is the device's memory size in bytes.
 func (b *Backend) Capacity() int64 { return b.capacity }
 
-// Sync waits for all queued work; asynchronous kernel faults surface here.
+// Sync waits for all queued work, copies included; asynchronous kernel
+// faults surface here.
 func (b *Backend) Sync() error {
 	defer b.bind()()
 	if b.capturing {
 		return fmt.Errorf("cuda: Sync during graph capture (end the capture first)")
+	}
+	if b.cp != nil {
+		if err := call("cuStreamSynchronize(copy)", drv.cuStreamSynchronize, b.cp.stream); err != nil {
+			return err
+		}
 	}
 	return call("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
 }

@@ -24,6 +24,7 @@ var drv struct {
 	cuEventDestroy, cuModuleLoadData, cuModuleGetFunction, cuModuleUnload          uintptr
 	cuLaunchKernel, cuGetErrorName, cuStreamBeginCapture, cuStreamEndCapture       uintptr
 	cuGraphInstantiateWithFlags, cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy uintptr
+	cuStreamWaitEvent, cuEventQuery                                                uintptr
 }
 
 // symbols maps each entry point to its versioned driver symbol.
@@ -68,6 +69,8 @@ var symbols = []struct {
 	{&drv.cuGraphLaunch, "cuGraphLaunch"},
 	{&drv.cuGraphExecDestroy, "cuGraphExecDestroy"},
 	{&drv.cuGraphDestroy, "cuGraphDestroy"},
+	{&drv.cuStreamWaitEvent, "cuStreamWaitEvent"},
+	{&drv.cuEventQuery, "cuEventQuery"},
 }
 
 // Driver constants used here (cuda.h).
@@ -77,6 +80,8 @@ const (
 	streamNonBlocking       = 1
 	captureModeRelaxed      = 2
 	eventDefault            = 0
+	eventDisableTiming      = 2
+	errNotReady             = 600
 )
 
 // Error is a failed driver call: the call and the CUresult's name.
