@@ -27,6 +27,7 @@ func (g *Gemini) reduce(k int, c *chunk, keep []*chunk) {
 		panic(fmt.Sprintf("memory: chunk %d's gradients are on %s at reduction", c.id, c.grad.on))
 	}
 	g.stats.Reductions++
+	g.ready(&c.grad)
 	if g.world == 1 {
 		o.g = g.alloc(o.on, kernels.CatGrads, kernels.F32, c.shardLen)
 		g.transfer(o.g, o.on, c.grad.t, Device)

@@ -137,6 +137,7 @@ func (g *Gemini) writeBack() {
 			}
 			dst = &c.shard
 		}
+		g.ready(dst)
 		g.transfer(dst.t, dst.on, c.opt.master, c.opt.on)
 	}
 }
