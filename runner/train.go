@@ -135,6 +135,9 @@ func (j *job) close() {
 	}
 	j.pool.do(func(r int) error {
 		if rs := j.ranks[r]; rs != nil && rs.eng != nil {
+			if r == 0 {
+				j.geminiSummary(rs.eng)
+			}
 			rs.eng.Free()
 			rs.eng.Model().Free()
 			closeBackend(rs.be)
