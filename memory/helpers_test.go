@@ -71,6 +71,19 @@ func (w *watchBackend) New(cat kernels.Category, dt kernels.DType, shape ...int)
 	return t
 }
 
+// The wrapped backend's mover, so a GPU under watch still moves chunks on
+// its copy stream.
+func (w *watchBackend) UploadAsync(dst *kernels.Tensor, src []float32) kernels.Move {
+	return kernels.MoverOf(w.Backend).UploadAsync(dst, src)
+}
+
+func (w *watchBackend) DownloadAsync(src *kernels.Tensor, dst []float32) kernels.Move {
+	return kernels.MoverOf(w.Backend).DownloadAsync(src, dst)
+}
+
+func (w *watchBackend) Await(m kernels.Move)  { kernels.MoverOf(w.Backend).Await(m) }
+func (w *watchBackend) Finish(m kernels.Move) { kernels.MoverOf(w.Backend).Finish(m) }
+
 func (w *watchBackend) arm() {
 	w.Backend.ResetPeak()
 	w.armed, w.peak = true, 0
