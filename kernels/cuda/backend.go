@@ -10,7 +10,8 @@ import (
 )
 
 // Backend is one GPU with the device's primary context and a stream of its
-// own. Like every kernels.Backend it is used by one goroutine at a time; ops
+// own (plus, once kernels.AsyncMover is used, a copy stream: mover.go).
+// Like every kernels.Backend it is used by one goroutine at a time; ops
 // are queued on the stream and Sync waits for them.
 type Backend struct {
 	// TF32 lets fp32 convolutions use TF32 tensor cores (10-bit mantissa
