@@ -64,6 +64,9 @@ type Stats struct {
 	// waits). Synchronous backends never stall: their moves are complete
 	// when issued.
 	Stalls int
+	// Revived counts offloads taken back while still in flight because the
+	// chunk was needed again (its device copy was still there).
+	Revived int
 }
 
 var _ parallel.Trainer = (*Gemini)(nil)

@@ -117,9 +117,9 @@ func gpuRun(t *testing.T, dev kernels.Backend, cfg Config, name string) gpuResul
 	}
 	dt := time.Since(start) / (steps - 2)
 	st := g.Stats()
-	t.Logf("%-9s budget %6.1f MiB: %7.2f ms/step, peak %6.1f MiB (non-model %6.1f MiB), Adam dev/host %d/%d chunks, %d moves %.1f MiB, %d prefetched, %d stalls",
+	t.Logf("%-9s budget %6.1f MiB: %7.2f ms/step, peak %6.1f MiB (non-model %6.1f MiB), Adam dev/host %d/%d chunks, %d moves %.1f MiB, %d prefetched, %d stalls, %d revived",
 		name, mib(cfg.DeviceBudget), float64(dt.Microseconds())/1000, mib(w.Peak()), mib(st.NonModelPeak),
-		st.DeviceAdam, st.HostAdam, st.Moves, mib(st.BytesMoved), st.Prefetches, st.Stalls)
+		st.DeviceAdam, st.HostAdam, st.Moves, mib(st.BytesMoved), st.Prefetches, st.Stalls, st.Revived)
 	if w.over > 0 {
 		t.Errorf("%s: %d allocations over the budget", name, w.over)
 	}

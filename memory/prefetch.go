@@ -60,6 +60,7 @@ func inWindow(w []upcoming, c *chunk) bool {
 func (g *Gemini) prefetch(k int, keep []*chunk) {
 	for _, u := range g.window(k) {
 		parts := g.uploadsFor(u.c, u.use)
+		parts = g.reviveAll(u.c, parts)
 		if len(parts) == 0 {
 			continue
 		}
@@ -75,12 +76,11 @@ func (g *Gemini) prefetch(k int, keep []*chunk) {
 // uploadsFor lists what chunk c needs on the device for its use at hook
 // j: its payload (replicated chunks), its shard (sharded chunks homed on
 // the device, so the all-gather reads it there) and in backward its
-// gradient buffer, where they are in host memory. A part whose offload is
-// still in flight is left for a later hook (uploading it now would wait).
+// gradient buffer, where they are in host memory.
 func (g *Gemini) uploadsFor(c *chunk, j int) []partSlot {
 	var out []partSlot
 	add := func(p Part, s *slot) {
-		if s.on == Host && (s.pend == nil || s.pend.mv.Done()) {
+		if s.on == Host {
 			out = append(out, partSlot{p, s})
 		}
 	}
@@ -94,6 +94,20 @@ func (g *Gemini) uploadsFor(c *chunk, j int) []partSlot {
 		add(PartGrad, &c.grad)
 	}
 	return out
+}
+
+// reviveAll takes back the parts of c whose offload is still in flight
+// (free: their device copy is still there) and returns the rest.
+func (g *Gemini) reviveAll(c *chunk, ps []partSlot) []partSlot {
+	rest := ps[:0]
+	for _, p := range ps {
+		if p.s.pend != nil && p.s.pend.src != nil && !p.s.pend.mv.Done() {
+			g.revive(p.s)
+			continue
+		}
+		rest = append(rest, p)
+	}
+	return rest
 }
 
 func partBytes(ps []partSlot) int64 {

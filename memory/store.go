@@ -107,6 +107,10 @@ func (g *Gemini) startMove(c *chunk, part Part, s *slot, to Location, prefetch b
 	if s.on == to || s.on == Nowhere {
 		return
 	}
+	if to == Device && s.pend != nil && s.pend.src != nil && !s.pend.mv.Done() {
+		g.revive(s)
+		return
+	}
 	g.ready(s)
 	from, old := s.on, s.t
 	nt := g.alloc(to, old.Cat, old.DType, old.Len())
@@ -152,10 +156,27 @@ func (g *Gemini) ready(s *slot) {
 	g.mv.Finish(p.mv)
 	g.release(Device, p.src)
 	g.freeing -= p.src.Bytes()
+	g.dropOffload(s)
+}
+
+// revive takes back an offload still in flight: its device source is
+// still allocated and holds the values, so it becomes the slot's tensor
+// again and the host copy is dropped (the copy completes into it unread).
+// Nothing moves: no MoveEvent, no stall.
+func (g *Gemini) revive(s *slot) {
+	p := s.pend
+	g.release(Host, s.t)
+	*s = slot{t: p.src, on: Device}
+	g.freeing -= p.src.Bytes()
+	g.dropOffload(s)
+	g.stats.Revived++
+}
+
+func (g *Gemini) dropOffload(s *slot) {
 	for i, o := range g.offloads {
 		if o == s {
 			g.offloads = append(g.offloads[:i], g.offloads[i+1:]...)
-			break
+			return
 		}
 	}
 }
