@@ -67,6 +67,9 @@ type Stats struct {
 	// Revived counts offloads taken back while still in flight because the
 	// chunk was needed again (its device copy was still there).
 	Revived int
+	// GradOffloads counts reduced gradient shards sent to host memory
+	// through the mover (not chunk moves: no MoveEvent).
+	GradOffloads int
 }
 
 var _ parallel.Trainer = (*Gemini)(nil)

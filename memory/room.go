@@ -39,9 +39,7 @@ func (g *Gemini) makeRoom(k int, extra int64, keep []*chunk) {
 				g.moveSlot(c, PartShard, &c.shard, Host)
 			}
 		}
-		for len(g.offloads) > 0 {
-			g.ready(g.offloads[0])
-		}
+		g.finishOffloads()
 		if need := g.managedDev + extra + g.nonModelNow(); need > b {
 			g.noteOver(k, need)
 		}

@@ -200,8 +200,16 @@ func (g *Gemini) reclaim(b int64, need func() int64) {
 	}
 }
 
+// finishOffloads completes every offload in flight.
+func (g *Gemini) finishOffloads() {
+	for len(g.offloads) > 0 {
+		g.ready(g.offloads[0])
+	}
+}
+
 // settleAll completes every move in flight (state, checkpoint, Free).
 func (g *Gemini) settleAll() {
+	g.finishOffloads()
 	for _, c := range g.chunks {
 		g.ready(&c.payload)
 		g.ready(&c.shard)
