@@ -166,8 +166,9 @@ func TestPrefetch(t *testing.T) {
 				}
 			}
 			a, b := planned(off[0]), planned(on[0])
-			t.Logf("%s: planned steps: stalls %d -> %d, moves %d -> %d (%d prefetched); peak %d -> %d B of %d",
-				name, a.Stalls, b.Stalls, a.Moves, b.Moves, b.Prefetches, off[0].peak, on[0].peak, tc.spec.gem.DeviceBudget)
+			t.Logf("%s: planned steps: stalls %d -> %d, moves %d -> %d (%d prefetched); peak %d -> %d B of %d; revived %d, %d; grad offloads %d",
+				name, a.Stalls, b.Stalls, a.Moves, b.Moves, b.Prefetches, off[0].peak, on[0].peak, tc.spec.gem.DeviceBudget,
+				off[0].stats.Revived, on[0].stats.Revived, on[0].stats.GradOffloads)
 			if a.Moves == 0 || b.Stalls >= a.Stalls || b.Moves > a.Moves {
 				t.Errorf("%s: planned steps: %d stalls and %d moves with prefetch, %d and %d without: want fewer stalls, no more moves",
 					name, b.Stalls, b.Moves, a.Stalls, a.Moves)
