@@ -10,12 +10,14 @@ import "strings"
 // operator that uses the chunk waits for it on the device).
 //
 // The budget is never exceeded: an upload is issued only when its bytes,
-// the bytes in use and the current operator's traced growth fit. To make
-// room, prefetching evicts only chunks whose next use comes after the
+// the bytes in use (offloads in flight included) and the largest traced
+// growth of the operators until its use fit. To make room, prefetching
+// evicts only chunks outside the window whose next use comes after the
 // prefetched chunk's (Belady: they would have gone first anyway), and it
 // never waits for those offloads: it uploads at a later hook, once they
 // have completed. When the nearest chunk does not fit, none farther is
-// tried (it would take the room the nearer one needs).
+// tried (it would take the room the nearer one needs). A window chunk
+// whose offload is still in flight is taken back instead (revive).
 
 // partSlot is one part of a chunk to upload.
 type partSlot struct {
@@ -58,13 +60,17 @@ func inWindow(w []upcoming, c *chunk) bool {
 
 // prefetch uploads ahead at hook k; keep are the operator's own chunks.
 func (g *Gemini) prefetch(k int, keep []*chunk) {
-	for _, u := range g.window(k) {
-		parts := g.uploadsFor(u.c, u.use)
-		parts = g.reviveAll(u.c, parts)
+	w := g.window(k)
+	protect := append([]*chunk(nil), keep...) // evicting a window chunk for another is circular
+	for _, u := range w {
+		protect = append(protect, u.c)
+	}
+	for _, u := range w {
+		parts := g.reviveAll(g.uploadsFor(u.c, u.use))
 		if len(parts) == 0 {
 			continue
 		}
-		if !g.roomFor(k, u.use, partBytes(parts), keep) {
+		if !g.roomFor(k, u.use, partBytes(parts), protect) {
 			return
 		}
 		for _, p := range parts {
@@ -96,9 +102,9 @@ func (g *Gemini) uploadsFor(c *chunk, j int) []partSlot {
 	return out
 }
 
-// reviveAll takes back the parts of c whose offload is still in flight
-// (free: their device copy is still there) and returns the rest.
-func (g *Gemini) reviveAll(c *chunk, ps []partSlot) []partSlot {
+// reviveAll takes back the parts whose offload is still in flight (free:
+// their device copy is still there) and returns the rest.
+func (g *Gemini) reviveAll(ps []partSlot) []partSlot {
 	rest := ps[:0]
 	for _, p := range ps {
 		if p.s.pend != nil && p.s.pend.src != nil && !p.s.pend.mv.Done() {
