@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/ebitengine/purego"
+
 	"resnetlab/kernels"
 )
 
@@ -75,12 +77,17 @@ func (c *copier) poll(m *move) bool {
 	return r
 }
 
+// queryEvent reports whether ev has completed. It runs at every Gemini
+// hook for each offload in flight, so "not ready" costs one driver call.
 func queryEvent(ev uintptr) (bool, error) {
-	err := call("cuEventQuery", drv.cuEventQuery, ev)
-	if e, ok := err.(*Error); ok && e.Code == errNotReady {
+	r, _, _ := purego.SyscallN(drv.cuEventQuery, ev)
+	switch r {
+	case 0:
+		return true, nil
+	case errNotReady:
 		return false, nil
 	}
-	return err == nil, err
+	return false, &Error{Call: "cuEventQuery", Code: int(r), Name: errorName(r)}
 }
 
 // complete hands a finished move's data to its destination and recycles
