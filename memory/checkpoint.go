@@ -14,6 +14,7 @@ import (
 // the same parallel.State as the DDP/ZeRO engine's, independent of rank,
 // world size, chunking and placement, so checkpoints interchange.
 func (g *Gemini) State() (*parallel.State, error) {
+	g.settleAll()
 	sd, err := g.withScratchParams(func() ([]model.NamedTensor, error) { return g.m.StateDict(), nil })
 	if err != nil {
 		return nil, err
@@ -98,6 +99,7 @@ func (g *Gemini) withScratchParams(fn func() ([]model.NamedTensor, error)) ([]mo
 // LoadState restores a State taken by any plugin and world size. The model
 // entries are validated (names, shapes) before anything changes.
 func (g *Gemini) LoadState(st *parallel.State) error {
+	g.settleAll()
 	if _, err := g.withScratchParams(func() ([]model.NamedTensor, error) { return nil, g.m.LoadStateDict(st.Model) }); err != nil {
 		return err
 	}

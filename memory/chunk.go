@@ -21,9 +21,20 @@ type tensorInfo struct {
 }
 
 // slot is one managed tensor and where it lives (t is nil when Nowhere).
+// While an asynchronous move into it is in flight, pend is set: on is
+// already the destination, and nothing may touch t before g.ready(slot).
 type slot struct {
-	t  *kernels.Tensor
-	on Location
+	t    *kernels.Tensor
+	on   Location
+	pend *pending
+}
+
+// pending is a slot's move in flight: an upload (src nil) or an offload,
+// whose device source stays allocated, and counted against the budget,
+// until the move completes.
+type pending struct {
+	mv  kernels.Move
+	src *kernels.Tensor
 }
 
 // optGroup is a chunk's optimizer chunk: this rank's shard of the fp32

@@ -35,8 +35,14 @@ type Config struct {
 	// after the warm-up peak and the parameters that may hold optimizer
 	// chunks (Adam runs on the device for those, on the host for the rest).
 	GPUMarginMemRatio float64
-	WarmupSteps       int       // steps traced before the statistics are used (default 1)
-	OnEvent           func(any) // receives ChunksEvent, MoveEvent and StateChange; may be nil
+	// MaxPrefetch (ColossalAI's max_prefetch): after warm-up, before and
+	// after each operator, the next MaxPrefetch chunks in the traced order
+	// of use are uploaded ahead (asynchronously, on a copy stream where the
+	// backend has one) as far as the device budget allows. 0 = off: chunks
+	// are fetched when their operator starts.
+	MaxPrefetch int
+	WarmupSteps int       // steps traced before the statistics are used (default 1)
+	OnEvent     func(any) // receives ChunksEvent, MoveEvent and StateChange; may be nil
 }
 
 func (c *Config) normalise() error {
@@ -49,9 +55,9 @@ func (c *Config) normalise() error {
 	if c.Placement != Static && c.Placement != Auto {
 		return fmt.Errorf("gemini: placement %q (want %q or %q)", c.Placement, Static, Auto)
 	}
-	if c.DeviceBudget < 0 || c.ChunkElems < 0 || c.WarmupSteps < 0 {
-		return fmt.Errorf("gemini: device budget %d, chunk elems %d, warm-up steps %d: want >= 0",
-			c.DeviceBudget, c.ChunkElems, c.WarmupSteps)
+	if c.DeviceBudget < 0 || c.ChunkElems < 0 || c.WarmupSteps < 0 || c.MaxPrefetch < 0 {
+		return fmt.Errorf("gemini: device budget %d, chunk elems %d, warm-up steps %d, max prefetch %d: want >= 0",
+			c.DeviceBudget, c.ChunkElems, c.WarmupSteps, c.MaxPrefetch)
 	}
 	for _, f := range []struct {
 		name string

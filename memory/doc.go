@@ -23,11 +23,17 @@
 //
 // Heterogeneous memory. Chunk parts live on the device (the rank's
 // backend) or in host memory, a second backend (kernels/cpu) whose
-// MemStats are the host accounting; moves are Download/Upload pairs and
-// every move is a MoveEvent. A device budget is kept by evicting, before
+// MemStats are the host accounting. Moves go through the device backend's
+// kernels.AsyncMover (store.go): on a GPU a copy stream, so a move overlaps
+// the compute kernels; an upload's first operator waits for it on the
+// device, an offload's device copy stays allocated (and counted) until it
+// has completed; on the CPU every move completes at once. Every move is a
+// MoveEvent. A device budget is kept by evicting, before
 // each operator, the chunks used farthest in the future (as traced during
 // warm-up, which also records each operator's non-model memory) so the
-// operator's traced peak fits. HybridAdam updates the optimizer chunks on
+// operator's traced peak fits; with MaxPrefetch the next chunks of the
+// traced order are uploaded ahead as far as the budget allows
+// (prefetch.go). HybridAdam updates the optimizer chunks on
 // the device with the device backend and those in host memory with the
 // CPU backend in the same step. Moves and placement only copy values, so a
 // budgeted run computes exactly what an unbudgeted one does.

@@ -37,12 +37,14 @@ const (
 	PartOptim   Part = "optim"   // the fp32 master, exp_avg and exp_avg_sq shard
 )
 
-// MoveEvent reports one transfer of chunk data between device and host.
+// MoveEvent reports one transfer of chunk data between device and host,
+// when it is issued (an asynchronous move completes later).
 type MoveEvent struct {
 	Rank, Chunk int
 	Part        Part
 	From, To    Location
 	Bytes       int64
+	Prefetch    bool // an upload issued ahead of the operator that needs it
 }
 
 // StateChange reports one tensor's state transition.

@@ -31,6 +31,9 @@ type Gemini struct {
 	calls      int // Step calls, for the warm-up
 	managedDev int64
 	stage      []float32
+	mv         kernels.AsyncMover
+	offloads   []*slot // slots whose offload is in flight, oldest first
+	freeing    int64   // device bytes those offloads free when they complete
 
 	training bool // inside Step: hooks count operators and may trace
 	hook     int  // index of the next hook call of this step
@@ -53,6 +56,20 @@ type Stats struct {
 	HostAdam     int // optimizer chunks updated on the host, last step
 	Traced       bool
 	NonModelPeak int64 // largest non-model bytes of any traced operator
+	// Prefetches counts uploads issued ahead of their operator (in Moves).
+	Prefetches int
+	// Stalls counts moves still in flight when their data was needed: an
+	// upload when its operator started (the compute stream waits for it),
+	// an offload whose host copy or device memory was needed (the host
+	// waits). Synchronous backends never stall: their moves are complete
+	// when issued.
+	Stalls int
+	// Revived counts offloads taken back while still in flight because the
+	// chunk was needed again (its device copy was still there).
+	Revived int
+	// GradOffloads counts reduced gradient shards sent to host memory
+	// through the mover (not chunk moves: no MoveEvent).
+	GradOffloads int
 }
 
 var _ parallel.Trainer = (*Gemini)(nil)
@@ -69,7 +86,7 @@ func New(dev kernels.Backend, comm parallel.DeviceCommunicator, m *model.ResNet,
 		return nil, fmt.Errorf("gemini: model is %s but the run is %s", m.Cfg.DType, cfg.Precision)
 	}
 	g := &Gemini{cfg: cfg, dev: dev, host: cpu.New(), comm: comm, world: comm.WorldSize(), rank: comm.Rank(),
-		m: m, params: m.Params(), byParam: map[*model.Param]*tensorInfo{}}
+		m: m, params: m.Params(), byParam: map[*model.Param]*tensorInfo{}, mv: moverFor(dev)}
 	pk, err := pack(g.params, chunkCapacities(g.params, cfg.ChunkElems, g.world))
 	if err != nil {
 		return nil, err
@@ -205,6 +222,7 @@ func (g *Gemini) emitChunks() {
 // parameters then point at freed storage; free the model next).
 func (g *Gemini) Free() {
 	g.m.SetHooks(nil)
+	g.settleAll()
 	for _, c := range g.chunks {
 		g.freeSlot(&c.payload)
 		g.freeSlot(&c.shard)

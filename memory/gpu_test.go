@@ -6,8 +6,8 @@ package memory
 // budgets (SPEC.md: "dynamic placement beats a static offload split by up
 // to 40%"). Built with -tags gpu and run on the device machine:
 //
-//	CGO_ENABLED=0 go test -c -tags gpu -o memory/.gpubench.test ./memory
-//	memory/.gpubench.test -test.run GPU -test.v
+//	CGO_ENABLED=0 go test -c -tags gpu -o .dev/memory_gpu.test ./memory
+//	.dev/memory_gpu.test -test.run GPU -test.v
 
 import (
 	"fmt"
@@ -51,6 +51,40 @@ type gpuResult struct {
 	state          *parallel.State
 }
 
+// TestGPUPrefetch runs auto placement at the budgets above with chunk moves
+// synchronous (RESNETLAB_SYNC_MOVES=1, the pre-copy-stream behaviour),
+// asynchronous on the copy stream, and asynchronous with prefetch: the
+// weights must be bit-identical (moves only copy); the time per step, the
+// prefetches and the stalls are logged.
+func TestGPUPrefetch(t *testing.T) {
+	dev, err := cuda.New(0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer dev.Close()
+	base := Config{Precision: kernels.F16, Scaler: testScaler, ShardParamFrac: 1, GPUMarginMemRatio: 0.8, Placement: Auto}
+	ref := gpuRun(t, dev, base, "unlimited")
+	for _, f := range []float64{0.5, 0.25} {
+		budget := ref.nonModel + int64(f*float64(ref.peak-ref.nonModel))
+		var first *parallel.State
+		for _, v := range []struct {
+			name string
+			sync string
+			pf   int
+		}{{"sync", "1", 0}, {"async", "0", 0}, {"prefetch", "0", 4}} {
+			t.Setenv("RESNETLAB_SYNC_MOVES", v.sync)
+			c := base
+			c.DeviceBudget, c.MaxPrefetch = budget, v.pf
+			r := gpuRun(t, dev, c, v.name)
+			if first == nil {
+				first = r.state
+			} else if d, where := worstDiff(first, r.state); d != 0 {
+				t.Errorf("model data %.2f: %s differs from sync moves by %g at %s", f, v.name, d, where)
+			}
+		}
+	}
+}
+
 func gpuRun(t *testing.T, dev kernels.Backend, cfg Config, name string) gpuResult {
 	w := &watchBackend{Backend: dev, budget: cfg.DeviceBudget}
 	m := model.NewResNet18(w, model.Config{Width: 64, InChannels: 3, NumClasses: 10, DType: kernels.F16, Seed: 5})
@@ -83,9 +117,9 @@ func gpuRun(t *testing.T, dev kernels.Backend, cfg Config, name string) gpuResul
 	}
 	dt := time.Since(start) / (steps - 2)
 	st := g.Stats()
-	t.Logf("%-9s budget %6.1f MiB: %7.2f ms/step, peak %6.1f MiB (non-model %6.1f MiB), Adam dev/host %d/%d chunks, %d moves %.1f MiB",
+	t.Logf("%-9s budget %6.1f MiB: %7.2f ms/step, peak %6.1f MiB (non-model %6.1f MiB), Adam dev/host %d/%d chunks, %d moves %.1f MiB, %d prefetched, %d stalls, %d revived",
 		name, mib(cfg.DeviceBudget), float64(dt.Microseconds())/1000, mib(w.Peak()), mib(st.NonModelPeak),
-		st.DeviceAdam, st.HostAdam, st.Moves, mib(st.BytesMoved))
+		st.DeviceAdam, st.HostAdam, st.Moves, mib(st.BytesMoved), st.Prefetches, st.Stalls, st.Revived)
 	if w.over > 0 {
 		t.Errorf("%s: %d allocations over the budget", name, w.over)
 	}

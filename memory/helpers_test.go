@@ -71,6 +71,19 @@ func (w *watchBackend) New(cat kernels.Category, dt kernels.DType, shape ...int)
 	return t
 }
 
+// The wrapped backend's mover, so a GPU under watch still moves chunks on
+// its copy stream.
+func (w *watchBackend) UploadAsync(dst *kernels.Tensor, src []float32) kernels.Move {
+	return kernels.MoverOf(w.Backend).UploadAsync(dst, src)
+}
+
+func (w *watchBackend) DownloadAsync(src *kernels.Tensor, dst []float32) kernels.Move {
+	return kernels.MoverOf(w.Backend).DownloadAsync(src, dst)
+}
+
+func (w *watchBackend) Await(m kernels.Move)  { kernels.MoverOf(w.Backend).Await(m) }
+func (w *watchBackend) Finish(m kernels.Move) { kernels.MoverOf(w.Backend).Finish(m) }
+
 func (w *watchBackend) arm() {
 	w.Backend.ResetPeak()
 	w.armed, w.peak = true, 0
@@ -93,6 +106,10 @@ type rankResult struct {
 	host   kernels.MemStats // Gemini's host memory accounting at the end
 	events map[string]int
 	moves  []MoveEvent
+	lag    *lagMover // the simulated copy engine, when the run had one
+	badSC  string    // the first state change that broke the life cycle
+	steps  []Stats   // Stats after every step
+	lagged [2]int    // the lagMover's moves and stalls when stats was read
 }
 
 type runSpec struct {
@@ -102,6 +119,7 @@ type runSpec struct {
 	gem          Config
 	deviceComm   bool            // parallel.DeviceComm instead of HostTensorComm
 	load         *parallel.State // loaded before the first step when set
+	lag          int             // > 0: moves go through a lagMover with this lag
 }
 
 // runGemini trains spec on world CPU ranks.
@@ -120,22 +138,34 @@ func runGeminiErr(spec runSpec) ([]rankResult, error) {
 		r := &out[c.Rank()]
 		r.events = map[string]int{}
 		cfg := spec.gem
+		last := map[string]TensorState{}
 		cfg.OnEvent = func(e any) {
 			r.events[fmt.Sprintf("%T", e)]++
-			if mv, ok := e.(MoveEvent); ok {
-				r.moves = append(r.moves, mv)
+			switch e := e.(type) {
+			case MoveEvent:
+				r.moves = append(r.moves, e)
+			case StateChange:
+				if (e.From != last[e.Tensor] || !Legal(e.From, e.To)) && r.badSC == "" {
+					r.badSC = fmt.Sprintf("%s: %s -> %s (was %s)", e.Tensor, e.From, e.To, last[e.Tensor])
+				}
+				last[e.Tensor] = e.To
 			}
 		}
 		w := &watchBackend{Backend: cpu.New(), budget: cfg.DeviceBudget}
 		var err error
-		m := newModel(w, cfg.Precision)
+		var dev kernels.Backend = w
+		if spec.lag > 0 {
+			r.lag = &lagMover{Backend: w, lag: spec.lag}
+			dev = r.lag
+		}
+		m := newModel(dev, cfg.Precision)
 		var comm parallel.DeviceCommunicator = parallel.NewHostTensorComm(c.Comm())
 		if spec.deviceComm { // on the wrapped backend, which owns the tensors
 			if comm, err = parallel.NewDeviceComm(w.Backend, c.Comm()); err != nil {
 				return err
 			}
 		}
-		g, err := New(w, comm, m, cfg)
+		g, err := New(dev, comm, m, cfg)
 		if err != nil {
 			return err
 		}
@@ -144,7 +174,7 @@ func runGeminiErr(spec runSpec) ([]rankResult, error) {
 		n := max(spec.steps, spec.from+1) // batch from is also the eval batch
 		xs, ys := make([]*kernels.Tensor, n), make([]*kernels.Tensor, n)
 		for s := spec.from; s < n; s++ {
-			xs[s], ys[s] = batchOf(w, cfg.Precision, spec.batch, s, c.Rank(), spec.world)
+			xs[s], ys[s] = batchOf(dev, cfg.Precision, spec.batch, s, c.Rank(), spec.world)
 		}
 		w.arm()
 		if spec.load != nil {
@@ -158,6 +188,7 @@ func runGeminiErr(spec runSpec) ([]rankResult, error) {
 				return fmt.Errorf("step %d: %w", s, err)
 			}
 			r.losses = append(r.losses, st.Loss)
+			r.steps = append(r.steps, g.Stats())
 		}
 		if r.state, err = g.State(); err != nil {
 			return err
@@ -168,6 +199,9 @@ func runGeminiErr(spec runSpec) ([]rankResult, error) {
 		r.logits = make([]float32, logits.Len())
 		w.Download(logits, r.logits)
 		r.peak, r.over, r.stats, r.chunks, r.host = w.Peak(), w.over, g.Stats(), g.Chunks(), g.HostMemStats()
+		if r.lag != nil {
+			r.lagged = [2]int{r.lag.moves, r.lag.stalls}
+		}
 		return nil
 	})
 	return out, err

@@ -32,17 +32,20 @@ func opName(m model.Module, pre, bwd bool) string {
 // views of the chunk buffers.
 func (g *Gemini) pre(m model.Module, bwd bool) {
 	k := g.enter(opName(m, true, bwd))
+	g.poll()
 	ts := g.tensorsOf(m)
 	cs := chunksOf(ts)
 	if g.tracing() {
 		for _, c := range cs {
 			c.uses = append(c.uses, k)
 		}
+		g.tr.users[k] = cs
 	}
 	g.makeRoom(k, g.fetchBytes(k, cs, bwd), cs)
 	for _, c := range cs {
 		g.fetch(k, c, bwd)
 	}
+	g.prefetch(k, cs)
 	for _, t := range ts {
 		g.transition(t, Compute)
 		t.p.W = kernels.View(t.c.payload.t, t.off, t.shape...)
@@ -66,6 +69,7 @@ func (g *Gemini) pre(m model.Module, bwd bool) {
 // are released or sent home.
 func (g *Gemini) post(m model.Module, bwd bool) {
 	k := g.enter(opName(m, false, bwd))
+	g.poll()
 	ts := g.tensorsOf(m)
 	cs := chunksOf(ts)
 	for _, t := range ts {
@@ -76,6 +80,7 @@ func (g *Gemini) post(m model.Module, bwd bool) {
 		g.transition(t, HoldAfterBwd)
 		g.transition(t, ReadyForReduce) // the module wrote its whole gradient
 	}
+	soon := g.window(k)
 	for _, c := range cs {
 		if bwd && c.allIn(ReadyForReduce) {
 			g.reduce(k, c, cs)
@@ -83,9 +88,12 @@ func (g *Gemini) post(m model.Module, bwd bool) {
 				g.transition(t, Hold)
 			}
 		}
-		g.afterUse(c)
+		if c.sharded || !inWindow(soon, c) { // prefetch would bring it right back
+			g.afterUse(c)
+		}
 	}
 	g.makeRoom(k, 0, nil)
+	g.prefetch(k, nil)
 	g.exit(k)
 }
 
@@ -146,13 +154,15 @@ func (g *Gemini) fetch(k int, c *chunk, bwd bool) {
 	case Nowhere:
 		g.gather(k, c)
 	}
+	g.ready(&c.payload) // the operator's kernels wait for the upload
 	if bwd {
 		switch c.grad.on {
 		case Host:
 			g.moveSlot(c, PartGrad, &c.grad, Device)
 		case Nowhere:
-			c.grad = slot{g.alloc(Device, kernels.CatGrads, c.dt, c.size), Device}
+			c.grad = slot{t: g.alloc(Device, kernels.CatGrads, c.dt, c.size), on: Device}
 		}
+		g.ready(&c.grad)
 	}
 }
 
@@ -161,11 +171,12 @@ func (g *Gemini) fetch(k int, c *chunk, bwd bool) {
 func (g *Gemini) gather(k int, c *chunk) {
 	full := g.alloc(Device, kernels.CatParams, c.dt, c.size)
 	own := kernels.View(full, c.ownOff, c.shardLen)
+	g.ready(&c.shard)
 	g.transfer(own, Device, c.shard.t, c.shard.on)
 	if err := g.comm.AllGather(full, own); err != nil {
 		g.fail(fmt.Errorf("gemini: all-gather of chunk %d: %w", c.id, err))
 	}
-	c.payload = slot{full, Device}
+	c.payload = slot{t: full, on: Device}
 	g.stats.Gathers++
 	if c.shard.on == Host && g.shardComesHome(k, c) {
 		g.moveSlot(c, PartShard, &c.shard, Device)

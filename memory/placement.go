@@ -5,7 +5,8 @@ package memory
 //
 //   - static: the first chunks making up OffloadParamFrac of the chunk
 //     bytes have their parameters homed in host memory (fetched for each
-//     use, sent back after it), and the first chunks making up
+//     use, sent back after it unless prefetch wants them again within its
+//     window), and the first chunks making up
 //     OffloadOptimFrac keep their optimizer chunk (fp32 master, moments)
 //     in host memory, so Adam runs there for them; the rest is on the
 //     device. Fixed for the whole run.

@@ -27,6 +27,11 @@ func (g *Gemini) reduce(k int, c *chunk, keep []*chunk) {
 		panic(fmt.Sprintf("memory: chunk %d's gradients are on %s at reduction", c.id, c.grad.on))
 	}
 	g.stats.Reductions++
+	g.ready(&c.grad)
+	if g.world == 1 && o.on == Host {
+		g.offloadGrad(c)
+		return
+	}
 	if g.world == 1 {
 		o.g = g.alloc(o.on, kernels.CatGrads, kernels.F32, c.shardLen)
 		g.transfer(o.g, o.on, c.grad.t, Device)
@@ -56,4 +61,20 @@ func (g *Gemini) reduce(k int, c *chunk, keep []*chunk) {
 	o.g = g.alloc(o.on, kernels.CatGrads, kernels.F32, c.shardLen)
 	g.transfer(o.g, o.on, own, Device)
 	g.release(Device, tmp)
+}
+
+// offloadGrad sends chunk c's gradients (in a world of one they are the
+// reduced gradient shard) to its optimizer chunk in host memory through
+// the mover, as fp32: backward goes on while they copy. The device buffer
+// stays allocated, and counted against the budget, until the copy has
+// completed, like an offload's source; the host Adam waits for it.
+func (g *Gemini) offloadGrad(c *chunk) {
+	g.ready(&c.grad)
+	src, o := c.grad.t, &c.opt
+	o.g = g.alloc(Host, kernels.CatGrads, kernels.F32, c.shardLen)
+	s := &slot{t: o.g, on: Host, pend: &pending{mv: g.mv.DownloadAsync(src, o.g.Host), src: src}}
+	g.offloads = append(g.offloads, s)
+	g.freeing += src.Bytes()
+	c.grad = slot{}
+	g.stats.GradOffloads++
 }

@@ -39,27 +39,30 @@ func (g *Gemini) makeRoom(k int, extra int64, keep []*chunk) {
 				g.moveSlot(c, PartShard, &c.shard, Host)
 			}
 		}
+		g.finishOffloads()
 		if need := g.managedDev + extra + g.nonModelNow(); need > b {
 			g.noteOver(k, need)
 		}
 		return
 	}
-	for {
-		need := g.managedDev + extra + g.nonModelNow() + g.tr.growth[k]
-		if need <= b {
-			return
-		}
-		c := g.farthest(k, keep)
-		if c != nil {
+	// Offloads in flight free their bytes when they complete: evict until
+	// the budget fits counting them as freed, then wait for as many of
+	// them as the operator needs now.
+	need := func() int64 { return g.managedDev + extra + g.nonModelNow() + g.tr.growth[k] }
+	for need()-g.freeing > b {
+		if c := g.farthest(k, keep); c != nil {
 			g.evict(c)
 			continue
 		}
-		if c = shardOnDevice(keep); c != nil { // the operator reads the payload, not the shard
+		if c := shardOnDevice(keep); c != nil { // the operator reads the payload, not the shard
 			g.moveSlot(c, PartShard, &c.shard, Host)
 			continue
 		}
-		g.noteOver(k, need)
-		return
+		break
+	}
+	g.reclaim(b, need)
+	if n := need(); n > b {
+		g.noteOver(k, n)
 	}
 }
 

@@ -25,6 +25,7 @@ func (g *Gemini) Step(x, labels *kernels.Tensor, lr float32) (parallel.StepStats
 	if err := g.endBackward(); err != nil {
 		return st, err
 	}
+	g.finishOffloads() // the gradient shards sent to host memory, for the vote and Adam
 	overflow, err := g.overflow()
 	if err != nil {
 		return st, err
@@ -137,6 +138,7 @@ func (g *Gemini) writeBack() {
 			}
 			dst = &c.shard
 		}
+		g.ready(dst)
 		g.transfer(dst.t, dst.on, c.opt.master, c.opt.on)
 	}
 }

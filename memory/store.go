@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"os"
 
 	"resnetlab/kernels"
 )
@@ -93,15 +94,127 @@ func (g *Gemini) moveTensor(t *kernels.Tensor, from, to Location) *kernels.Tenso
 
 // moveSlot moves one part of chunk c to location to and reports it.
 func (g *Gemini) moveSlot(c *chunk, part Part, s *slot, to Location) {
+	g.startMove(c, part, s, to, false)
+}
+
+// startMove issues the move of one part of chunk c between the device and
+// host memory through the mover and reports it. The destination is
+// allocated now (an upload's device bytes count against the budget from
+// its issue); an upload's host source is freed at once (the mover has
+// taken the values); an offload's device source stays allocated until the
+// move completes (ready, poll or reclaim).
+func (g *Gemini) startMove(c *chunk, part Part, s *slot, to Location, prefetch bool) {
 	if s.on == to || s.on == Nowhere {
 		return
 	}
-	from, bytes := s.on, s.t.Bytes()
-	s.t = g.moveTensor(s.t, from, to)
-	s.on = to
+	if to == Device && s.pend != nil && s.pend.src != nil && !s.pend.mv.Done() {
+		g.revive(s)
+		return
+	}
+	g.ready(s)
+	from, old := s.on, s.t
+	nt := g.alloc(to, old.Cat, old.DType, old.Len())
+	// The host backend is the CPU backend: its tensors' storage is the
+	// float32 values themselves, already rounded to the tensor's dtype, so
+	// the mover reads and writes it directly.
+	if to == Device {
+		mv := g.mv.UploadAsync(nt, old.Host)
+		g.release(Host, old)
+		*s = slot{t: nt, on: Device, pend: &pending{mv: mv}}
+	} else {
+		mv := g.mv.DownloadAsync(old, nt.Host)
+		*s = slot{t: nt, on: Host, pend: &pending{mv: mv, src: old}}
+		g.offloads = append(g.offloads, s)
+		g.freeing += old.Bytes()
+	}
+	bytes := old.Bytes()
 	g.stats.Moves++
 	g.stats.BytesMoved += bytes
-	g.emit(MoveEvent{Rank: g.rank, Chunk: c.id, Part: part, From: from, To: to, Bytes: bytes})
+	if prefetch {
+		g.stats.Prefetches++
+	}
+	g.emit(MoveEvent{Rank: g.rank, Chunk: c.id, Part: part, From: from, To: to, Bytes: bytes, Prefetch: prefetch})
+}
+
+// ready completes s's move in flight before anything else touches s: the
+// compute stream waits for an upload (the host does not); an offload is
+// finished (the host waits) and its device source freed. A move still in
+// flight at this point is a stall.
+func (g *Gemini) ready(s *slot) {
+	p := s.pend
+	if p == nil {
+		return
+	}
+	if !p.mv.Done() {
+		g.stats.Stalls++
+	}
+	s.pend = nil
+	if p.src == nil {
+		g.mv.Await(p.mv)
+		return
+	}
+	g.mv.Finish(p.mv)
+	g.release(Device, p.src)
+	g.freeing -= p.src.Bytes()
+	g.dropOffload(s)
+}
+
+// revive takes back an offload still in flight: its device source is
+// still allocated and holds the values, so it becomes the slot's tensor
+// again and the host copy is dropped (the copy completes into it unread).
+// Nothing moves: no MoveEvent, no stall.
+func (g *Gemini) revive(s *slot) {
+	p := s.pend
+	g.release(Host, s.t)
+	*s = slot{t: p.src, on: Device}
+	g.freeing -= p.src.Bytes()
+	g.dropOffload(s)
+	g.stats.Revived++
+}
+
+func (g *Gemini) dropOffload(s *slot) {
+	for i, o := range g.offloads {
+		if o == s {
+			g.offloads = append(g.offloads[:i], g.offloads[i+1:]...)
+			return
+		}
+	}
+}
+
+// poll completes the offloads that have finished, without waiting.
+func (g *Gemini) poll() {
+	for i := 0; i < len(g.offloads); {
+		if s := g.offloads[i]; s.pend.mv.Done() {
+			g.ready(s) // removes s from g.offloads
+			continue
+		}
+		i++
+	}
+}
+
+// reclaim finishes offloads, oldest first, until need (a function of
+// managedDev) fits the budget b or none is left in flight.
+func (g *Gemini) reclaim(b int64, need func() int64) {
+	for len(g.offloads) > 0 && need() > b {
+		g.ready(g.offloads[0])
+	}
+}
+
+// finishOffloads completes every offload in flight.
+func (g *Gemini) finishOffloads() {
+	for len(g.offloads) > 0 {
+		g.ready(g.offloads[0])
+	}
+}
+
+// settleAll completes every move in flight (state, checkpoint, Free).
+func (g *Gemini) settleAll() {
+	g.finishOffloads()
+	for _, c := range g.chunks {
+		g.ready(&c.payload)
+		g.ready(&c.shard)
+		g.ready(&c.grad)
+	}
 }
 
 // moveOpt moves a chunk's optimizer group (master, moments, and the
@@ -127,6 +240,7 @@ func (g *Gemini) moveOpt(c *chunk, to Location) {
 }
 
 func (g *Gemini) freeSlot(s *slot) {
+	g.ready(s)
 	g.release(s.on, s.t)
 	*s = slot{}
 }
@@ -135,4 +249,14 @@ func (g *Gemini) emit(e any) {
 	if g.cfg.OnEvent != nil {
 		g.cfg.OnEvent(e)
 	}
+}
+
+// moverFor is the device backend's mover: its own (a copy stream on a
+// GPU), or synchronous moves when RESNETLAB_SYNC_MOVES=1 (to compare, or to
+// rule the copy stream out when something looks wrong).
+func moverFor(dev kernels.Backend) kernels.AsyncMover {
+	if os.Getenv("RESNETLAB_SYNC_MOVES") == "1" {
+		return kernels.SyncMover{B: dev}
+	}
+	return kernels.MoverOf(dev)
 }

@@ -11,11 +11,12 @@ import "fmt"
 // says how much room to leave before each operator.
 type tracer struct {
 	done     bool
-	ops      []string // operator name per hook index (checks later steps match)
-	growth   []int64  // per hook index: peak bytes the segment adds to the device total
-	endTotal []int64  // device total when hook k finished (tracing scratch)
-	endModel []int64  // managed device bytes when hook k finished
-	nonModel int64    // largest non-model bytes at any traced peak
+	ops      []string   // operator name per hook index (checks later steps match)
+	growth   []int64    // per hook index: peak bytes the segment adds to the device total
+	endTotal []int64    // device total when hook k finished (tracing scratch)
+	endModel []int64    // managed device bytes when hook k finished
+	users    [][]*chunk // per hook index: the chunks a pre-hook made resident (nil for post-hooks)
+	nonModel int64      // largest non-model bytes at any traced peak
 }
 
 // tracing reports whether the running step records statistics.
@@ -42,6 +43,7 @@ func (g *Gemini) enter(op string) int {
 			g.tr.growth = append(g.tr.growth, 0)
 			g.tr.endTotal = append(g.tr.endTotal, 0)
 			g.tr.endModel = append(g.tr.endModel, 0)
+			g.tr.users = append(g.tr.users, nil)
 		}
 		return k
 	}

@@ -93,6 +93,7 @@ type ChunkMoved struct {
 	Chunk    int
 	ToDevice bool
 	Bytes    int64
+	Prefetch bool // an upload issued ahead of the operator that needs it ([gemini] max_prefetch)
 }
 
 // CheckpointSaved is sent when the three checkpoint files of an epoch are on disk.

@@ -14,7 +14,7 @@ func (j *job) newGemini(r int, be kernels.Backend, comm parallel.DeviceCommunica
 	return memory.New(be, comm, m, memory.Config{Precision: j.precision, Scaler: sc,
 		Placement: gs.Placement, DeviceBudget: gs.DeviceBudget, ChunkElems: int(gs.ChunkSize / int64(j.precision.Size())),
 		ShardParamFrac: gs.ShardParamFrac, OffloadOptimFrac: gs.OffloadOptimFrac, OffloadParamFrac: gs.OffloadParamFrac,
-		GPUMarginMemRatio: gs.GPUMarginMemRatio, OnEvent: func(e any) { j.geminiEvent(e) }})
+		GPUMarginMemRatio: gs.GPUMarginMemRatio, MaxPrefetch: gs.MaxPrefetch, OnEvent: func(e any) { j.geminiEvent(e) }})
 }
 
 // geminiEvent converts memory events; per-tensor state changes are
@@ -22,7 +22,7 @@ func (j *job) newGemini(r int, be kernels.Backend, comm parallel.DeviceCommunica
 func (j *job) geminiEvent(e any) {
 	switch ev := e.(type) {
 	case memory.MoveEvent:
-		j.emit(ChunkMoved{Run: j.info.ID, Rank: ev.Rank, Chunk: ev.Chunk, ToDevice: ev.To == memory.Device, Bytes: ev.Bytes})
+		j.emit(ChunkMoved{Run: j.info.ID, Rank: ev.Rank, Chunk: ev.Chunk, ToDevice: ev.To == memory.Device, Bytes: ev.Bytes, Prefetch: ev.Prefetch})
 	case memory.ChunksEvent:
 		u := ChunksUpdate{Run: j.info.ID, Rank: ev.Rank}
 		for _, c := range ev.Chunks {
@@ -30,4 +30,16 @@ func (j *job) geminiEvent(e any) {
 		}
 		j.emit(u)
 	}
+}
+
+// geminiSummary logs rank 0's chunk traffic at the end of a Gemini run:
+// what a budget costs, and how much prefetch hid.
+func (j *job) geminiSummary(eng parallel.Trainer) {
+	g, ok := eng.(*memory.Gemini)
+	if !ok {
+		return
+	}
+	st := g.Stats()
+	j.logf("info", "gemini rank 0: %d chunk moves (%.1f MiB), %d prefetched, %d stalls (moves still in flight when needed), %d offloads taken back",
+		st.Moves, float64(st.BytesMoved)/(1<<20), st.Prefetches, st.Stalls, st.Revived)
 }

@@ -103,6 +103,10 @@ package runner
 //	offload_param_frac float 0.0       static: fraction of parameters on the host
 //	gpu_margin_mem_ratio float 0.8     auto: fraction of the device memory left after
 //	                                   the warm-up peak that may hold optimizer state
+//	max_prefetch    int    0           after warm-up, upload the next N chunks in the
+//	                                   traced order of use ahead of their operators
+//	                                   (on a copy stream on GPUs), within the budget;
+//	                                   0 = off (ColossalAI's max_prefetch)
 //
 // A size is a byte count: an integer, or a string such as "512MiB", "2GiB",
 // "1.5GB", "64KiB" (KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB of 1000,
@@ -194,6 +198,7 @@ type GeminiSpec struct {
 	OffloadOptimFrac  float64
 	OffloadParamFrac  float64
 	GPUMarginMemRatio float64
+	MaxPrefetch       int // chunks uploaded ahead; 0 = off
 }
 
 // LossScaleConfig is the dynamic loss scaler of one fp16 run.

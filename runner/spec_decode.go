@@ -86,6 +86,7 @@ type rawGemini struct {
 	OffloadOptimFrac  toml.Primitive `toml:"offload_optim_frac"`
 	OffloadParamFrac  toml.Primitive `toml:"offload_param_frac"`
 	GPUMarginMemRatio toml.Primitive `toml:"gpu_margin_mem_ratio"`
+	MaxPrefetch       toml.Primitive `toml:"max_prefetch"`
 }
 
 // decoder type-checks raw values and collects every error it finds.

@@ -224,6 +224,7 @@ func (d *decoder) gemini(p toml.Primitive, s *Spec) {
 	d.floatVal("gemini.offload_optim_frac", r.OffloadOptimFrac, &g.OffloadOptimFrac, frac)
 	d.floatVal("gemini.offload_param_frac", r.OffloadParamFrac, &g.OffloadParamFrac, frac)
 	d.floatVal("gemini.gpu_margin_mem_ratio", r.GPUMarginMemRatio, &g.GPUMarginMemRatio, frac)
+	d.intVal("gemini.max_prefetch", r.MaxPrefetch, &g.MaxPrefetch, intRange(0, 1<<20))
 }
 
 // specNameFromFile is "zero" for "experiments/zero.toml".

@@ -102,6 +102,7 @@ shard_param_frac = 0.5
 offload_optim_frac = 0.25
 offload_param_frac = 0.125
 gpu_margin_mem_ratio = 0.7
+max_prefetch = 3
 `
 
 func TestSpecAllKeys(t *testing.T) {
@@ -121,7 +122,7 @@ func TestSpecAllKeys(t *testing.T) {
 		FP16: FP16Spec{InitialScale: f(1024), GrowthFactor: f(4), BackoffFactor: f(0.25),
 			GrowthInterval: i(10), Hysteresis: i(3), MinScale: f(2), MaxScale: f(65536)},
 		Gemini: GeminiSpec{Placement: "auto", DeviceBudget: 512 << 20, ChunkSize: 64 << 20,
-			ShardParamFrac: 0.5, OffloadOptimFrac: 0.25, OffloadParamFrac: 0.125, GPUMarginMemRatio: 0.7},
+			ShardParamFrac: 0.5, OffloadOptimFrac: 0.25, OffloadParamFrac: 0.125, GPUMarginMemRatio: 0.7, MaxPrefetch: 3},
 		src: s.src,
 	}
 	if !reflect.DeepEqual(s, want) {
@@ -203,6 +204,7 @@ var specErrCases = []specErrCase{
 	{"chunk zero", "[gemini]\nchunk_size = \"0\"\n", "t.toml:2: key `gemini.chunk_size`: ", "size 0 (want \"auto\" or a positive size)"},
 	{"placement", "[gemini]\nplacement = \"cpu\"\n", "t.toml:2: key `gemini.placement`: ", `(want "static" or "auto")`},
 	{"frac", "[gemini]\noffload_optim_frac = 1.5\n", "t.toml:2: key `gemini.offload_optim_frac`: ", "want a number in [0, 1]"},
+	{"prefetch", "[gemini]\nmax_prefetch = -1\n", "t.toml:2: key `gemini.max_prefetch`: ", "out of range"},
 	{"dotted", "name = \"x\"\ngemini.placement = \"bad\"\n", "t.toml:2: key `gemini.placement`: ", "unknown value"},
 	{"inline table", "gemini = { placement = \"bad\" }\n", "t.toml:1: key `gemini.placement`: ", "unknown value"},
 	{"fp16 growth", "[fp16]\ngrowth_factor = 1\n", "t.toml:2: key `fp16.growth_factor`: ", "out of range"},

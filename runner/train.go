@@ -193,6 +193,9 @@ func (j *job) close() {
 			return nil
 		}
 		if rs.eng != nil {
+			if r == 0 {
+				j.geminiSummary(rs.eng)
+			}
 			rs.eng.Free()
 			rs.eng.Model().Free()
 		}

@@ -8,6 +8,13 @@
 #             PyTorch peer's synthetic epoch (fp32 and --amp): speed ratios
 #   quick     every plugin for 1 Fashion-MNIST epoch, 2 ranks sharing the GPU
 #   gemini    gemini at unlimited, 1/2 and 1/4 of the measured footprint
+#   gemini2   the same three runs with [gemini] max_prefetch (GEM_PREFETCH,
+#             default 4): chunk moves on the copy stream, prefetched; the
+#             budgets come from gem_full's peak when stage gemini ran in
+#             this call, else GEM_PEAK, else gem2_full's own peak
+#   mover     the copy-stream device tests: .dev/cudatest (round trip,
+#             ordering, overlap) and .dev/memory_gpu.test (sync vs async vs
+#             prefetch at two budgets: bit-identical weights, ms/step)
 #   fmnist    every plugin 12 epochs beside the PyTorch peer (fp32 and amp,
 #             in the background), then the interop stage
 #   interop   scripts/interop_device.sh (PyTorch loads our exports and back)
@@ -34,8 +41,10 @@
 #             (about 2 minutes; needs .dev/cudatest too, see stage_fp16)
 #
 # Expects (carried in .dev/): resnetlab (CGO_ENABLED=0 build), torch_peer.py,
-# fmnist/*.gz; the comm stage also parallel.test, built with
-#   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/parallel.test ./parallel
+# fmnist/*.gz; test binaries for some stages, built here:
+#   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/parallel.test ./parallel       (comm)
+#   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/cudatest ./kernels/cuda        (fp16, mover)
+#   CGO_ENABLED=0 go test -c -tags gpu -ldflags='-s -w' -o .dev/memory_gpu.test ./memory   (mover)
 # Everything printed goes to $OUT/device.log too; result JSON, logs and specs
 # come back in $OUT/device.tgz.
 set -u
@@ -122,6 +131,39 @@ stage_gemini() {
 		timeout 200 "$B" run --headless "$(spec "gem_1_$frac" 1 '[[run]]' 'plugin = "gemini"' \
 			'[gemini]' 'placement = "auto"' "device_budget = $((p / frac))")"
 	done
+}
+
+# Issue 5's prefetch: stage_gemini's runs with the chunk moves on the copy
+# stream and the next GEM_PREFETCH chunks uploaded ahead. The end-of-run
+# log line "gemini rank 0: ... moves, ... prefetched, ... stalls" says how
+# much traffic there was and how much of it the prefetch hid.
+stage_gemini2() {
+	local pf=${GEM_PREFETCH:-4} p
+	step "gemini budgets with max_prefetch = $pf: unlimited, then 1/2 and 1/4 of the unlimited peak"
+	timeout 120 "$B" run --headless "$(spec gem2_full 1 '[[run]]' 'plugin = "gemini"' '[gemini]' "max_prefetch = $pf")"
+	p=${GEM_PEAK:-$(peak gem_full)}
+	if [ -z "$p" ] || [ "$p" = 0 ]; then
+		p=$(peak gem2_full)
+	fi
+	echo "budgets from an unlimited peak of $p bytes"
+	for frac in 2 4; do
+		timeout 220 "$B" run --headless "$(spec "gem2_1_$frac" 1 '[[run]]' 'plugin = "gemini"' \
+			'[gemini]' 'placement = "auto"' "device_budget = $((p / frac))" "max_prefetch = $pf")"
+	done
+}
+
+stage_mover() {
+	step "copy-stream device tests"
+	if [ -x .dev/cudatest ]; then
+		timeout 120 .dev/cudatest -test.run Mover -test.v
+	else
+		echo "no .dev/cudatest (build: CGO_ENABLED=0 go test -c -o .dev/cudatest ./kernels/cuda)"
+	fi
+	if [ -x .dev/memory_gpu.test ]; then
+		timeout 400 .dev/memory_gpu.test -test.run GPUPrefetch -test.v
+	else
+		echo "no .dev/memory_gpu.test (build: CGO_ENABLED=0 go test -c -tags gpu -o .dev/memory_gpu.test ./memory)"
+	fi
 }
 
 stage_fmnist() {

@@ -17,12 +17,13 @@ type chunkStrip struct {
 	toDev  int                   // chunk moves host -> device
 	toHost int                   // chunk moves device -> host
 	moved  int64                 // bytes moved either way
+	ahead  int                   // of toDev: prefetched ([gemini] max_prefetch)
 }
 
 func (c *chunkStrip) Update(ev runner.Event) {
 	switch e := ev.(type) {
 	case runner.RunStarted:
-		c.ranks, c.toDev, c.toHost, c.moved = nil, 0, 0, 0
+		c.ranks, c.toDev, c.toHost, c.moved, c.ahead = nil, 0, 0, 0, 0
 	case runner.ChunksUpdate:
 		if e.Rank < 0 {
 			return
@@ -32,6 +33,9 @@ func (c *chunkStrip) Update(ev runner.Event) {
 		}
 		c.ranks[e.Rank] = e.Chunks
 	case runner.ChunkMoved:
+		if e.Prefetch {
+			c.ahead++
+		}
 		if e.ToDevice {
 			c.toDev++
 		} else {
@@ -145,6 +149,10 @@ func (c *chunkStrip) countsLines(counts [numStates]int, w int, st styles) []stri
 }
 
 func (c *chunkStrip) placementLine(st styles) string {
-	return st.dim.Render(fmt.Sprintf("UPPER=device lower=host · moves →dev %d →host %d (%s)",
-		c.toDev, c.toHost, fmtBytes(c.moved)))
+	ahead := ""
+	if c.ahead > 0 {
+		ahead = fmt.Sprintf(" (%d prefetched)", c.ahead)
+	}
+	return st.dim.Render(fmt.Sprintf("UPPER=device lower=host · moves →dev %d%s →host %d (%s)",
+		c.toDev, ahead, c.toHost, fmtBytes(c.moved)))
 }

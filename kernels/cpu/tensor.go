@@ -149,3 +149,18 @@ func roundTo(dt kernels.DType, v float32) float32 {
 	}
 	return v
 }
+
+// The CPU backend's AsyncMover is synchronous: host memory is its device
+// memory, so every move is complete when the call returns.
+var _ kernels.AsyncMover = (*Backend)(nil)
+
+func (b *Backend) UploadAsync(dst *kernels.Tensor, src []float32) kernels.Move {
+	return kernels.SyncMover{B: b}.UploadAsync(dst, src)
+}
+
+func (b *Backend) DownloadAsync(src *kernels.Tensor, dst []float32) kernels.Move {
+	return kernels.SyncMover{B: b}.DownloadAsync(src, dst)
+}
+
+func (b *Backend) Await(kernels.Move)  {}
+func (b *Backend) Finish(kernels.Move) {}

@@ -10,7 +10,8 @@ import (
 )
 
 // Backend is one GPU with the device's primary context and a stream of its
-// own. Like every kernels.Backend it is used by one goroutine at a time; ops
+// own (plus, once kernels.AsyncMover is used, a copy stream: mover.go).
+// Like every kernels.Backend it is used by one goroutine at a time; ops
 // are queued on the stream and Sync waits for them.
 type Backend struct {
 	// TF32 lets fp32 convolutions use TF32 tensor cores (10-bit mantissa
@@ -43,6 +44,7 @@ type Backend struct {
 	convVec   bool // ... and their 16-byte loads where possible (_v2vec)
 	prof      profiler
 	cnt       kernels.Counters
+	cp        *copier // the copy stream of asynchronous moves (mover.go), nil until the first
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -134,6 +136,7 @@ func (b *Backend) Close() {
 	if b.stream != 0 {
 		_ = call("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
 	}
+	b.closeCopier()
 	b.alloc.releaseAll()
 	b.destroyProfEvents()
 	for _, p := range b.tables {
@@ -177,13 +180,19 @@ func (b *Backend) Device() string { return fmt.Sprintf("%s #%d", b.name, b.ordin
 // Capacity is the device's memory size in bytes.
 func (b *Backend) Capacity() int64 { return b.capacity }
 
-// Sync waits for all queued work; asynchronous kernel faults surface here.
+// Sync waits for all queued work, copies included; asynchronous kernel
+// faults surface here.
 func (b *Backend) Sync() error {
 	defer b.bind()()
 	if b.capturing {
 		return fmt.Errorf("cuda: Sync during graph capture (end the capture first)")
 	}
 	b.cnt.Syncs++
+	if b.cp != nil {
+		if err := call("cuStreamSynchronize(copy)", drv.cuStreamSynchronize, b.cp.stream); err != nil {
+			return err
+		}
+	}
 	return call("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
 }
 

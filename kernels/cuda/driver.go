@@ -25,7 +25,7 @@ var drv struct {
 	cuLaunchKernel, cuGetErrorName, cuStreamBeginCapture, cuStreamEndCapture       uintptr
 	cuGraphInstantiateWithFlags, cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy uintptr
 	cuMemcpyPeerAsync, cuStreamWaitEvent                                           uintptr
-	cuEventRecordWithFlags                                                         uintptr
+	cuEventRecordWithFlags, cuEventQuery                                           uintptr
 }
 
 // symbols maps each entry point to its versioned driver symbol.
@@ -73,6 +73,7 @@ var symbols = []struct {
 	{&drv.cuMemcpyPeerAsync, "cuMemcpyPeerAsync"},
 	{&drv.cuStreamWaitEvent, "cuStreamWaitEvent"},
 	{&drv.cuEventRecordWithFlags, "cuEventRecordWithFlags"},
+	{&drv.cuEventQuery, "cuEventQuery"},
 }
 
 // Driver constants used here (cuda.h).
@@ -84,6 +85,7 @@ const (
 	eventDefault            = 0
 	eventDisableTiming      = 2
 	eventRecordExternal     = 1 // CU_EVENT_RECORD_EXTERNAL: a timing node in a captured graph
+	errNotReady             = 600
 )
 
 // Error is a failed driver call: the call and the CUresult's name.

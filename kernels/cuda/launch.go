@@ -157,13 +157,18 @@ func raw[T any](a *argBuf, v *T) *argBuf {
 
 // launch runs kernel name on grid x block with the staged arguments.
 func (b *Backend) launch(name string, gx, gy, gz, block int) {
+	b.launchOn(b.stream, name, gx, gy, gz, block)
+}
+
+// launchOn is launch on the given stream (the copy stream's conversions).
+func (b *Backend) launchOn(stream uintptr, name string, gx, gy, gz, block int) {
 	if gx <= 0 || gy <= 0 || gz <= 0 {
 		panic(fmt.Sprintf("cuda: %s launched on an empty grid (%d,%d,%d)", name, gx, gy, gz))
 	}
 	b.cnt.Launches++
 	// SyscallN directly: the error text is built only on failure.
 	r, _, _ := purego.SyscallN(drv.cuLaunchKernel, b.mod.fn(name),
-		uintptr(gx), uintptr(gy), uintptr(gz), uintptr(block), 1, 1, 0, b.stream, uintptr(b.args.base), 0)
+		uintptr(gx), uintptr(gy), uintptr(gz), uintptr(block), 1, 1, 0, stream, uintptr(b.args.base), 0)
 	if r != 0 {
 		panic(&Error{Call: fmt.Sprintf("cuLaunchKernel(%s, grid %d,%d,%d, block %d)", name, gx, gy, gz, block), Code: int(r), Name: errorName(r)})
 	}
