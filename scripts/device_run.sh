@@ -315,6 +315,7 @@ stage_fp16() {
 	local w=/tmp/w/fp16 f n rc root=$PWD
 	local old=(env RESNETLAB_CONV_V2=0 RESNETLAB_ADAM_COPY=0)
 	mkdir -p "$w/ptx" "$w/orig"
+	echo "export RESNETLAB_PTX_DIR=$w/ptx" >"$w/env"
 	step "fp16: PTX (kernels/cuda/src + next)"
 	for f in kernels/cuda/next/*.cu; do
 		n=$(basename "$f")
@@ -339,9 +340,12 @@ stage_fp16() {
 		'AdamMatches|NonFinite' Graph ResNet18Trains Augment; do
 		(cd kernels/cuda && timeout 60 "$root/.dev/cudatest" -test.v -test.run "$f" >>"$w/test.log" 2>&1) && continue
 		echo "--- FAIL: group $f" | tee -a "$w/test.log"
+		# $w/env carries the switches to later stages (source it).
 		case $f in
-		AdamStepCopy) export RESNETLAB_ADAM_COPY=0 && echo "fp16: adam_copy off (RESNETLAB_ADAM_COPY=0) from here on" ;;
-		ConvLoader | ConvMatches) export RESNETLAB_CONV_V2=0 && echo "fp16: conv loader v2 off (RESNETLAB_CONV_V2=0) from here on" ;;
+		AdamStepCopy) export RESNETLAB_ADAM_COPY=0 && echo "export RESNETLAB_ADAM_COPY=0" >>"$w/env" &&
+			echo "fp16: adam_copy off (RESNETLAB_ADAM_COPY=0) from here on" ;;
+		ConvLoader | ConvMatches) export RESNETLAB_CONV_V2=0 && echo "export RESNETLAB_CONV_V2=0" >>"$w/env" &&
+			echo "fp16: conv loader v2 off (RESNETLAB_CONV_V2=0) from here on" ;;
 		esac
 	done
 	grep -E "^(--- FAIL|FAIL|ok|PASS)|--- SKIP|panic|differs|relative error|loss " "$w/test.log" | head -40
