@@ -21,5 +21,6 @@ inline int4 make_int4(int a, int b, int c, int d) { return {a, b, c, d}; }
 void __syncthreads();
 int __syncthreads_or(int);
 float __shfl_xor_sync(unsigned, float, int);
+float __fdiv_rn(float, float);
 using std::min; using std::max;
 #include <algorithm>
