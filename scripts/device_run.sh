@@ -385,9 +385,17 @@ stage_fp16() {
 # host. Same seed and recipe, so each pair of runs must end with the same
 # model file (bit for bit); the training epoch times measure the pipeline,
 # the wall time adds setup (the data set upload) and the test passes.
-stage_batches() {
+# A subshell: the fp16 stage's PTX (the only one with augment_batch until
+# next/augment.cu is promoted) is used here without leaking into later stages.
+stage_batches() (
 	local on e=${BATCH_EPOCHS:-3} t0
 	step "device_batches = true vs false: torch_ddp fp32 and fp16, $e Fashion-MNIST epochs, one run at a time"
+	if [ -f /tmp/w/fp16/env ]; then
+		. /tmp/w/fp16/env
+		echo "batches: kernels from the fp16 stage (RESNETLAB_PTX_DIR=$RESNETLAB_PTX_DIR)"
+	else
+		echo "batches: no fp16 stage ran on this machine: the embedded PTX lacks augment_batch, so device_batches = true falls back to host batches (run stage fp16 first)"
+	fi
 	for on in true false; do
 		t0=$(date +%s%N)
 		timeout 200 "$B" run --headless "$(spec "batches_$on" "$e" "device_batches = $on" '[grid]' \
@@ -410,7 +418,7 @@ for run in sorted({k[0] for k in res}):
     if a and b:
         print(f"{run}: model {'SAME' if a['model_sha256'] == b['model_sha256'] else 'DIFFERS'} with device and host batches")
 EOF
-}
+)
 
 stage_interop() {
 	step "interop with PyTorch"
