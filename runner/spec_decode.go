@@ -52,17 +52,18 @@ type rawSynthetic struct {
 	Seed  toml.Primitive `toml:"seed"`
 }
 
-type rawGrid struct {
+// rawCell holds the keys of [grid] (arrays: every combination is a run) and
+// of each [[run]] (one value each); the decoders type-check them apart.
+type rawCell struct {
 	Plugin    toml.Primitive `toml:"plugin"`
 	Precision toml.Primitive `toml:"precision"`
 	GPUs      toml.Primitive `toml:"gpus"`
 }
 
-type rawRun struct {
-	Plugin    toml.Primitive `toml:"plugin"`
-	Precision toml.Primitive `toml:"precision"`
-	GPUs      toml.Primitive `toml:"gpus"`
-}
+type (
+	rawGrid = rawCell
+	rawRun  = rawCell
+)
 
 type rawZero struct {
 	Stage toml.Primitive `toml:"stage"`
