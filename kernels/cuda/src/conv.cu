@@ -12,7 +12,13 @@
 //         M = K, N = C*R*S, reduction = N*P*Q
 // Precisions: PF32 is plain fp32 FMA (exact), PTF32 uses TF32 tensor cores on
 // fp32 storage, PF16/PBF16 use fp16/bf16 tensor cores. Accumulation is
-// always fp32. With gridDim.z > 1 the reduction is split: each split writes
+// always fp32.
+// Loader versions (fp16/bf16 only; the _v2 entries): VER 1 is the original
+// loader (every element goes through fp32 and back); VER 2 moves the 2-byte
+// elements as they are; VER 2 with VEC also loads 8 contiguous elements
+// (16 bytes) at once where the operand is contiguous along the reduction:
+// the weights in FWD (needs C*R*S % 8 == 0) and dy in BWDW (needs P*Q % 8
+// == 0), both 16-byte aligned (the host checks and picks the entry). With gridDim.z > 1 the reduction is split: each split writes
 // fp32 partials in output layout to ws and splitk_reduce sums them in split
 // order, so results are deterministic.
 #include <cuda_fp16.h>
@@ -119,7 +125,7 @@ __device__ __forceinline__ int4 kEntry(const ConvShape& s, int kk, int Kg) {
   return make_int4(nb * s.C * s.H * s.W + h0 * s.W + w0, h0, w0, nb * s.K * PQ + pq);
 }
 
-template <int MODE, int PREC>
+template <int MODE, int PREC, int VER = 1, bool VEC = false>
 __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<PREC>::T* __restrict__ ga,
                                          const typename Prec<PREC>::T* __restrict__ gb,
                                          typename Prec<PREC>::T* __restrict__ out, float* __restrict__ ws,
@@ -165,57 +171,148 @@ __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<
   constexpr int bStep = NT / BK;
 
   T ra[16], rb[16];
+  uint4 va[2], vb[2];  // VEC: 8 contiguous 2-byte elements each
+  static_assert(VER == 1 || sizeof(T) == 2, "loader version 2 is for fp16/bf16");
+  static_assert(!VEC || VER == 2, "VEC needs VER 2");
   auto loadTile = [&](int t) {
     const int k0 = t * BK;
     const int4* kb = ktab[t & 1];
+    if constexpr (VER == 1) {
 #pragma unroll
-    for (int j = 0; j < 16; j++) {
-      float v = 0.f;
-      if constexpr (MODE == FWD) {
-        int4 mt = mtab[aFix], kt = kb[aVar0 + j * aStep];
-        int h = mt.y + kt.y, w = mt.z + kt.z;
-        if ((unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W) v = toF(ga[mt.x + kt.x]);
-      } else if constexpr (MODE == BWDD) {
-        int4 mt = mtab[aFix], kt = kb[aVar0 + j * aStep];
-        int th = mt.y - kt.y, tw = mt.z - kt.z;
-        if (th >= 0 && tw >= 0) {
-          int p = divStride(th, s.stride), q = divStride(tw, s.stride);
-          if (p * s.stride == th && q * s.stride == tw && p < s.P && q < s.Q) v = toF(ga[mt.x + kt.x + p * s.Q + q]);
+      for (int j = 0; j < 16; j++) {
+        float v = 0.f;
+        if constexpr (MODE == FWD) {
+          int4 mt = mtab[aFix], kt = kb[aVar0 + j * aStep];
+          int h = mt.y + kt.y, w = mt.z + kt.z;
+          if ((unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W) v = toF(ga[mt.x + kt.x]);
+        } else if constexpr (MODE == BWDD) {
+          int4 mt = mtab[aFix], kt = kb[aVar0 + j * aStep];
+          int th = mt.y - kt.y, tw = mt.z - kt.z;
+          if (th >= 0 && tw >= 0) {
+            int p = divStride(th, s.stride), q = divStride(tw, s.stride);
+            if (p * s.stride == th && q * s.stride == tw && p < s.P && q < s.Q) v = toF(ga[mt.x + kt.x + p * s.Q + q]);
+          }
+        } else {
+          int m = m0 + aVar0 + j * aStep;
+          int4 kt = kb[aFix];
+          if (m < Mg && kt.y != INVALID) v = toF(ga[kt.w + m * PQ]);
+        }
+        ra[j] = fromF<T>(v);
+      }
+#pragma unroll
+      for (int j = 0; j < 16; j++) {
+        float v = 0.f;
+        int n = n0 + bn0 + j * bStep, kk = k0 + bk;
+        if constexpr (MODE == FWD) {
+          if (n < Ng && kk < Kg) v = toF(gb[n * Kg + kk]);
+        } else if constexpr (MODE == BWDD) {
+          if (n < Ng && kk < Kg) v = toF(gb[kb[bk].w + n * RS]);
+        } else {
+          int4 kt = kb[bk], nt = ntab[bn0 + j * bStep];
+          int h = kt.y + nt.y, w = kt.z + nt.z;
+          if ((unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W) v = toF(gb[kt.x + nt.x]);
+        }
+        rb[j] = fromF<T>(v);
+      }
+    } else {
+      const T zero = fromF<T>(0.f);
+      if constexpr (VEC && MODE == BWDW) {
+        // dy rows: 64 m x 32 k = 256 chunks of 8, two per thread; a chunk
+        // never crosses an image (P*Q % 8 == 0) nor Kg (a multiple of P*Q).
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++) {
+          int c = tid + jj * NT, m = m0 + (c >> 2);
+          int4 kt = kb[(c & 3) * 8];
+          uint4 v = make_uint4(0u, 0u, 0u, 0u);
+          if (m < Mg && kt.y != INVALID) v = *reinterpret_cast<const uint4*>(ga + kt.w + m * PQ);
+          va[jj] = v;
         }
       } else {
-        int m = m0 + aVar0 + j * aStep;
-        int4 kt = kb[aFix];
-        if (m < Mg && kt.y != INVALID) v = toF(ga[kt.w + m * PQ]);
-      }
-      ra[j] = fromF<T>(v);
-    }
 #pragma unroll
-    for (int j = 0; j < 16; j++) {
-      float v = 0.f;
-      int n = n0 + bn0 + j * bStep, kk = k0 + bk;
-      if constexpr (MODE == FWD) {
-        if (n < Ng && kk < Kg) v = toF(gb[n * Kg + kk]);
-      } else if constexpr (MODE == BWDD) {
-        if (n < Ng && kk < Kg) v = toF(gb[kb[bk].w + n * RS]);
-      } else {
-        int4 kt = kb[bk], nt = ntab[bn0 + j * bStep];
-        int h = kt.y + nt.y, w = kt.z + nt.z;
-        if ((unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W) v = toF(gb[kt.x + nt.x]);
+        for (int j = 0; j < 16; j++) {
+          T v = zero;
+          if constexpr (MODE == FWD) {
+            int4 mt = mtab[aFix], kt = kb[aVar0 + j * aStep];
+            int h = mt.y + kt.y, w = mt.z + kt.z;
+            if ((unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W) v = ga[mt.x + kt.x];
+          } else if constexpr (MODE == BWDD) {
+            int4 mt = mtab[aFix], kt = kb[aVar0 + j * aStep];
+            int th = mt.y - kt.y, tw = mt.z - kt.z;
+            if (th >= 0 && tw >= 0) {
+              int p = divStride(th, s.stride), q = divStride(tw, s.stride);
+              if (p * s.stride == th && q * s.stride == tw && p < s.P && q < s.Q) v = ga[mt.x + kt.x + p * s.Q + q];
+            }
+          } else {
+            int m = m0 + aVar0 + j * aStep;
+            int4 kt = kb[aFix];
+            if (m < Mg && kt.y != INVALID) v = ga[kt.w + m * PQ];
+          }
+          ra[j] = v;
+        }
       }
-      rb[j] = fromF<T>(v);
+      if constexpr (VEC && MODE == FWD) {
+        // weight rows: 64 n x 32 k = 256 chunks of 8, two per thread; a
+        // chunk is wholly inside or outside Kg (a multiple of 8).
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++) {
+          int c = tid + jj * NT, n = n0 + (c >> 2), kk = k0 + (c & 3) * 8;
+          uint4 v = make_uint4(0u, 0u, 0u, 0u);
+          if (n < Ng && kk < Kg) v = *reinterpret_cast<const uint4*>(gb + (long long)n * Kg + kk);
+          vb[jj] = v;
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+          T v = zero;
+          int n = n0 + bn0 + j * bStep, kk = k0 + bk;
+          if constexpr (MODE == FWD) {
+            if (n < Ng && kk < Kg) v = gb[n * Kg + kk];
+          } else if constexpr (MODE == BWDD) {
+            if (n < Ng && kk < Kg) v = gb[kb[bk].w + n * RS];
+          } else {
+            int4 kt = kb[bk], nt = ntab[bn0 + j * bStep];
+            int h = kt.y + nt.y, w = kt.z + nt.z;
+            if ((unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W) v = gb[kt.x + nt.x];
+          }
+          rb[j] = v;
+        }
+      }
     }
   };
   auto storeTile = [&]() {
+    if constexpr (VER == 1) {
 #pragma unroll
-    for (int j = 0; j < 16; j++) {
-      T a = ra[j], b = rb[j];
-      if constexpr (PREC == PTF32) {
-        a = fromF<T>(wmma::__float_to_tf32(toF(a)));
-        b = fromF<T>(wmma::__float_to_tf32(toF(b)));
+      for (int j = 0; j < 16; j++) {
+        T a = ra[j], b = rb[j];
+        if constexpr (PREC == PTF32) {
+          a = fromF<T>(wmma::__float_to_tf32(toF(a)));
+          b = fromF<T>(wmma::__float_to_tf32(toF(b)));
+        }
+        int av = aVar0 + j * aStep;
+        As[av * LDA + aFix] = a;  // col-major (k,m) when AM, row-major (m,k) otherwise
+        Bs[(bn0 + j * bStep) * LDB + bk] = b;
       }
-      int av = aVar0 + j * aStep;
-      As[av * LDA + aFix] = a;  // col-major (k,m) when AM, row-major (m,k) otherwise
-      Bs[(bn0 + j * bStep) * LDB + bk] = b;
+    } else {
+      if constexpr (VEC && MODE == BWDW) {
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++) {
+          int c = tid + jj * NT;
+          *reinterpret_cast<uint4*>(As + (c >> 2) * LDA + (c & 3) * 8) = va[jj];  // row-major (m,k)
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 16; j++) As[(aVar0 + j * aStep) * LDA + aFix] = ra[j];
+      }
+      if constexpr (VEC && MODE == FWD) {
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++) {
+          int c = tid + jj * NT;
+          *reinterpret_cast<uint4*>(Bs + (c >> 2) * LDB + (c & 3) * 8) = vb[jj];
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 16; j++) Bs[(bn0 + j * bStep) * LDB + bk] = rb[j];
+      }
     }
   };
   // A(m,k) in shared memory for the SIMT path.
@@ -334,6 +431,17 @@ __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<
                          bias, bdt, tilesPerSplit, outLen);                                                 \
   }
 
+// The _v2 entries: loader version 2 (see the top), without and with
+// 16-byte loads.
+#define CONV_ENTRY2(name, MODE, PREC, VEC)                                                                   \
+  extern "C" __global__ void __launch_bounds__(NT)                                                          \
+      name(ConvShape s, const void* a, const void* b, void* out, float* ws, const void* bias, int bdt,     \
+           int tilesPerSplit, int outLen) {                                                                 \
+    typedef Prec<PREC>::T T;                                                                                \
+    convGemm<MODE, PREC, 2, VEC>(s, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), \
+                                 ws, bias, bdt, tilesPerSplit, outLen);                                     \
+  }
+
 CONV_ENTRY(conv_fwd_f32, FWD, PF32)
 CONV_ENTRY(conv_fwd_tf32, FWD, PTF32)
 CONV_ENTRY(conv_fwd_f16, FWD, PF16)
@@ -346,6 +454,16 @@ CONV_ENTRY(conv_bwdw_f32, BWDW, PF32)
 CONV_ENTRY(conv_bwdw_tf32, BWDW, PTF32)
 CONV_ENTRY(conv_bwdw_f16, BWDW, PF16)
 CONV_ENTRY(conv_bwdw_bf16, BWDW, PBF16)
+CONV_ENTRY2(conv_fwd_f16_v2, FWD, PF16, false)
+CONV_ENTRY2(conv_fwd_bf16_v2, FWD, PBF16, false)
+CONV_ENTRY2(conv_bwdd_f16_v2, BWDD, PF16, false)
+CONV_ENTRY2(conv_bwdd_bf16_v2, BWDD, PBF16, false)
+CONV_ENTRY2(conv_bwdw_f16_v2, BWDW, PF16, false)
+CONV_ENTRY2(conv_bwdw_bf16_v2, BWDW, PBF16, false)
+CONV_ENTRY2(conv_fwd_f16_v2vec, FWD, PF16, true)
+CONV_ENTRY2(conv_fwd_bf16_v2vec, FWD, PBF16, true)
+CONV_ENTRY2(conv_bwdw_f16_v2vec, BWDW, PF16, true)
+CONV_ENTRY2(conv_bwdw_bf16_v2vec, BWDW, PBF16, true)
 
 // splitk_reduce sums the split partials in split order and writes the
 // output in its dtype; bias (optional) is indexed by (i / bdiv) % bmod.

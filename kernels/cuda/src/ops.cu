@@ -336,3 +336,37 @@ extern "C" __global__ void adam(const AdamEntry* tab, int ntab, AdamHP hp) {
     st(e.p, e.pdt, i, p - hp.lr * update);
   }
 }
+
+struct AdamCopyEntry {
+  void* p;
+  const void* g;
+  void* m;
+  void* v;
+  void* c;
+  i64 n;
+  int blockStart;
+  int pdt, gdt, mdt, vdt, cdt;
+};
+
+// adam_copy is adam (same arithmetic, statement for statement) that also
+// writes each updated parameter, as stored, rounded to cdt into c (skipped
+// where c is null): the fp16/bf16 model weights of mixed precision in the
+// same pass, instead of one convert launch per tensor afterwards.
+extern "C" __global__ void adam_copy(const AdamCopyEntry* tab, int ntab, AdamHP hp) {
+  const int t = findTensor(tab, ntab, blockIdx.x);
+  const AdamCopyEntry e = tab[t];
+  const i64 start = (i64)(blockIdx.x - e.blockStart) * CHUNK;
+  const i64 end = min(e.n, start + CHUNK);
+  for (i64 i = start + threadIdx.x; i < end; i += blockDim.x) {
+    float g = ld(e.g, e.gdt, i) * hp.gscale;
+    float m = hp.b1 * ld(e.m, e.mdt, i) + (1.f - hp.b1) * g;
+    float v = hp.b2 * ld(e.v, e.vdt, i) + (1.f - hp.b2) * g * g;
+    st(e.m, e.mdt, i, m);
+    st(e.v, e.vdt, i, v);
+    float p = ld(e.p, e.pdt, i);
+    float update = (m / hp.bc1) / (sqrtf(v / hp.bc2) + hp.eps) + hp.wd * p;
+    float np = p - hp.lr * update;
+    st(e.p, e.pdt, i, np);
+    if (e.c != nullptr) st(e.c, e.cdt, i, e.pdt == 0 ? np : ld(e.p, e.pdt, i));
+  }
+}
