@@ -31,6 +31,17 @@ type ckptMeta struct {
 	Dataset                    string
 	SynTest, SynSeed           int // the synthetic set, so eval can rebuild it
 	History                    []EpochResult
+	// Partial is the epoch in progress of a mid-epoch checkpoint (nil at
+	// an epoch end): a resumed run reports that epoch's mean loss, time and
+	// images over all its steps, not only those after the resume.
+	Partial *partialEpoch
+}
+
+// partialEpoch is the running sums of an epoch interrupted at a step.
+type partialEpoch struct {
+	LossSum float64
+	Steps   int
+	Seconds float64
 }
 
 func (m ckptMeta) toMap() map[string]any {
@@ -93,6 +104,9 @@ func saveCheckpoint(dir string, st *parallel.State, meta ckptMeta, sched model.M
 	if len(meta.History) > 0 {
 		sm["history"] = historyMeta(meta.History)
 	}
+	if p := meta.Partial; p != nil {
+		sm["partial_epoch"] = map[string]any{"loss_sum": p.LossSum, "steps": p.Steps, "seconds": p.Seconds}
+	}
 	// Model last: a reader that finds model_E.pth finds the other two.
 	if err := WriteCheckpointFile(op, "optimizer", om, optimizerEntries(st)); err != nil {
 		return nil, err
@@ -114,6 +128,7 @@ type loadedCheckpoint struct {
 	spe   int
 	// history is the run's per-epoch results up to the checkpoint.
 	history []EpochResult
+	partial *partialEpoch // nil: none recorded (epoch end, or an older file)
 }
 
 // loadCheckpoint reads epoch's three files from dir and checks they fit
@@ -137,7 +152,7 @@ func loadCheckpoint(dir string, epoch int) (*loadedCheckpoint, error) {
 		return nil, err
 	}
 	lc := &loadedCheckpoint{epoch: epoch, state: &parallel.State{Model: stateDictOf(mts)},
-		history: historyFromMeta(sm["history"])}
+		history: historyFromMeta(sm["history"]), partial: partialFromMeta(sm["partial_epoch"])}
 	if lc.step, err = MetaInt(meta, "step"); err != nil {
 		return nil, fmt.Errorf("%s: %w", mp, err)
 	}

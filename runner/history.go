@@ -47,3 +47,19 @@ func historyFromMeta(v any) []EpochResult {
 	}
 	return out
 }
+
+// partialFromMeta reads the "partial_epoch" entry; anything else gives nil
+// (like the history, it is a report, never needed to train).
+func partialFromMeta(v any) *partialEpoch {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	loss, okl := m["loss_sum"].(float64)
+	secs, oks := m["seconds"].(float64)
+	steps, err := MetaInt(m, "steps")
+	if !okl || !oks || err != nil || steps < 0 {
+		return nil
+	}
+	return &partialEpoch{LossSum: loss, Steps: steps, Seconds: secs}
+}

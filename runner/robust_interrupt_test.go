@@ -93,3 +93,36 @@ func TestCtrlCWithFailingCheckpoint(t *testing.T) {
 		t.Fatalf("results %+v", rs)
 	}
 }
+
+// A run interrupted mid-epoch and resumed in a new run reports the same
+// per-epoch losses as an uninterrupted one: the checkpoint carries the
+// running sums of the epoch in progress, not only the weights.
+func TestMidEpochResumeKeepsTheEpochLoss(t *testing.T) {
+	straight := tinySpec(t, "")
+	evs, err := collect(t, straight, RunOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := finished(t, evs)[0]
+
+	s := tinySpec(t, "")
+	if _, err := interruptAfterFirstStep(t, s); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want the interruption", err)
+	}
+	evs, err = collect(t, s, RunOptions{Resume: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := finished(t, evs)[0]
+	if got.ModelSHA256 != want.ModelSHA256 {
+		t.Fatalf("resumed model %s, straight %s", got.ModelSHA256, want.ModelSHA256)
+	}
+	if len(got.EpochResults) != len(want.EpochResults) {
+		t.Fatalf("resumed run reports %d epochs, want %d", len(got.EpochResults), len(want.EpochResults))
+	}
+	for i, e := range got.EpochResults {
+		if w := want.EpochResults[i]; e.Loss != w.Loss || e.TestAcc != w.TestAcc {
+			t.Errorf("epoch %d: loss %v acc %v, straight run %v %v", e.Epoch, e.Loss, e.TestAcc, w.Loss, w.TestAcc)
+		}
+	}
+}

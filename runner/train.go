@@ -259,7 +259,16 @@ func (j *job) meta(epoch, step int) ckptMeta {
 		Plugin: j.cell.Plugin, Precision: j.cell.Precision, World: j.cell.GPUs,
 		Width: j.spec.Width, InChannels: j.train.C, Classes: len(j.train.Classes), Dataset: j.spec.Dataset,
 		SynTest: j.spec.Synthetic.Test, SynSeed: int(j.spec.Synthetic.Seed),
-		History: trimEpochs(j.result.EpochResults, epoch)}
+		History: trimEpochs(j.result.EpochResults, epoch), Partial: j.partial(step)}
+}
+
+// partial is the running sums of the epoch in progress when a checkpoint
+// is taken at step (of StepsPerEpoch), or nil at an epoch end.
+func (j *job) partial(step int) *partialEpoch {
+	if step >= j.info.StepsPerEpoch || j.epochSteps == 0 {
+		return nil
+	}
+	return &partialEpoch{LossSum: j.epochLoss, Steps: j.epochSteps, Seconds: j.epochTime.Seconds()}
 }
 
 // gatherState collects the full training state (a collective).
@@ -312,8 +321,13 @@ func (j *job) resume(e int) error {
 		return fmt.Errorf("resume from %s epoch %d: %w", j.cell.CheckpointDir, e, err)
 	}
 	j.epoch, j.step = lc.epoch, 0
+	j.epochLoss, j.epochSteps, j.epochTime = 0, 0, 0
 	if lc.step < lc.spe { // taken mid-epoch: continue that epoch
 		j.epoch, j.step = lc.epoch-1, lc.step
+		if p := lc.partial; p != nil {
+			j.epochLoss, j.epochSteps = p.LossSum, p.Steps
+			j.epochTime = time.Duration(p.Seconds * float64(time.Second))
+		}
 	}
 	j.result.EpochResults = trimEpochs(j.result.EpochResults, j.epoch)
 	// A new process knows nothing of the epochs before the checkpoint: take
