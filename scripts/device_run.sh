@@ -27,6 +27,8 @@
 #             (default 3) Fashion-MNIST epochs with device_batches = true (data
 #             sets resident, batches built on the GPU) and false (host); epoch
 #             times, wall times and model sha256 (must be equal) side by side
+#   backends  20 training steps on the CPU backend and on the GPU, losses
+#             compared (.dev/runner.test)
 #   table80   issue 9's 80-epoch table: every plugin and both peers at once,
 #             each resuming from its own checkpoint; call it again on the warm
 #             machine until done (T80_DEADLINE seconds per call)
@@ -419,6 +421,14 @@ for run in sorted({k[0] for k in res}):
         print(f"{run}: model {'SAME' if a['model_sha256'] == b['model_sha256'] else 'DIFFERS'} with device and host batches")
 EOF
 )
+
+# Issue 3: 20 steps of the full model on the CPU backend and on the GPU from
+# the same start, losses compared step by step (exact fp32 and fp16).
+# Build here: CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/runner.test ./runner
+stage_backends() {
+	step "20 training steps, CPU backend vs GPU"
+	timeout 200 .dev/runner.test -test.run TwentyStepsCPUvsCUDA -test.v
+}
 
 stage_interop() {
 	step "interop with PyTorch"
