@@ -3,6 +3,8 @@ package cuda
 import (
 	"fmt"
 	"unsafe"
+
+	"resnetlab/kernels"
 )
 
 // Graph is a captured sequence of ops that Launch replays with one driver
@@ -33,8 +35,10 @@ func (b *Backend) BeginCapture() error {
 	return nil
 }
 
-// EndCapture stops recording and instantiates the graph.
-func (b *Backend) EndCapture() (*Graph, error) {
+var _ kernels.Capturer = (*Backend)(nil)
+
+// EndCapture stops recording and instantiates the graph (a *Graph).
+func (b *Backend) EndCapture() (kernels.Graph, error) {
 	defer b.bind()()
 	if !b.capturing {
 		return nil, fmt.Errorf("cuda: EndCapture without BeginCapture")
