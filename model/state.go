@@ -113,3 +113,14 @@ func checkEntry(e stateEntry, nt *NamedTensor) error {
 	}
 	return nil
 }
+
+// CountTrainBatch does the host-side bookkeeping of one training forward
+// (every batch norm's num_batches_tracked) without running it: a replayed
+// CUDA graph runs the forward's device ops but not its Go code.
+func (m *ResNet) CountTrainBatch() {
+	for _, l := range m.layers {
+		if bn, ok := l.(*BatchNorm2d); ok {
+			bn.NumBatchesTracked++
+		}
+	}
+}

@@ -34,6 +34,12 @@ type EngineConfig struct {
 	// gradients and write its low-precision weights (direct.go). Same
 	// results bit for bit; it is there to compare and debug.
 	NoDirect bool
+	// Graphs replays the compute part of each step (forward, loss,
+	// backward) as a captured graph (graph.go): one rank, a backend that
+	// implements kernels.Capturer, one micro-batch per step. GraphWarmup
+	// is the eager steps before a capture (0 = DefaultGraphWarmup).
+	Graphs      bool
+	GraphWarmup int
 }
 
 // StepStats is what one training step reports.
@@ -78,6 +84,8 @@ type Engine struct {
 	stageJob      []*bucketJob // the last collective that read each stage
 	nextStage     int
 	trace         func(ev string) // test hook, see reducer.trace
+
+	graph *stepGraph // with EngineConfig.Graphs
 }
 
 // NewEngine wraps a rank's model. The model must be built with
@@ -115,6 +123,12 @@ func NewEngine(be kernels.Backend, comm DeviceCommunicator, m *model.ResNet, cfg
 		// backends are bound to the rank's thread.
 		_, e.async = comm.(*HostTensorComm)
 		e.red = newReducer(e.params, e.lay, e.bucketReady)
+	}
+	if cfg.Graphs {
+		var err error
+		if e.graph, err = e.newStepGraph(); err != nil {
+			return nil, err
+		}
 	}
 	if err := e.allocate(); err != nil {
 		return nil, err
@@ -225,33 +239,49 @@ func (e *Engine) StepAccum(micro []Batch, lr float32) (StepStats, error) {
 		return StepStats{}, fmt.Errorf("gradient accumulation needs ZeRO stage 1 (stage 2 keeps no full gradient)")
 	}
 	scale := float32(1)
-	if e.scaler != nil {
-		scale = float32(e.scaler.Scale)
-	}
 	var st StepStats
 	if e.scaler != nil {
-		st.LossScale = e.scaler.Scale
+		scale, st.LossScale = float32(e.scaler.Scale), e.scaler.Scale
 	}
-	var err error
 	e.setDirect(len(micro))
-	if st.Loss, err = e.forwardBackward(micro, scale); err != nil {
+	var err error
+	if st.Loss, err = e.compute(micro, scale); err != nil {
 		return st, err
 	}
-	if e.cfg.Precision != kernels.F32 {
-		// The last micro-batch's loss comes back with the overflow check:
-		// one wait for the device per step, as in fp32.
-		last, overflow, err := e.overflow()
-		st.Loss += last / float32(len(micro))
-		if err != nil {
-			return st, err
+	return e.update(st, len(micro), lr, scale)
+}
+
+// compute runs forward, loss and backward of every micro-batch (graph.go:
+// replayed from a graph when the engine has one) and returns the mean loss
+// of all but the last micro-batch, which update reads.
+func (e *Engine) compute(micro []Batch, scale float32) (float32, error) {
+	if e.graph == nil || len(micro) != 1 {
+		return e.forwardBackward(micro, scale)
+	}
+	replayed, err := e.graph.run(micro[0], scale, func() error {
+		_, err := e.forwardBackward(micro, scale)
+		return err
+	})
+	if replayed { // the Go side of the forward did not run
+		e.model.CountTrainBatch()
+	}
+	return 0, err
+}
+
+// update is the eager part of a step: the last loss and the overflow
+// check in one read, the loss scaler, Adam and publishing the weights.
+func (e *Engine) update(st StepStats, n int, lr, scale float32) (StepStats, error) {
+	last, overflow, err := e.lastLoss()
+	st.Loss += last / float32(n)
+	if err != nil {
+		return st, err
+	}
+	if overflow {
+		st.Skipped = true
+		if e.scaler != nil {
+			e.scaler.Update(true)
 		}
-		if overflow {
-			st.Skipped = true
-			if e.scaler != nil {
-				e.scaler.Update(true)
-			}
-			return st, e.syncBuffers()
-		}
+		return st, e.syncBuffers()
 	}
 	e.step++
 	e.adam(lr, 1/scale)
@@ -262,6 +292,15 @@ func (e *Engine) StepAccum(micro []Batch, lr float32) (StepStats, error) {
 		e.scaler.Update(false)
 	}
 	return st, e.syncBuffers()
+}
+
+// lastLoss reads the last micro-batch's loss; mixed precision brings the
+// all-ranks overflow vote with it (one wait for the device per step).
+func (e *Engine) lastLoss() (float32, bool, error) {
+	if e.cfg.Precision == kernels.F32 {
+		return e.ce.Value(), false, nil
+	}
+	return e.overflow()
 }
 
 // syncBuffers gives every rank rank 0's batch-norm running statistics, as
@@ -280,7 +319,8 @@ func (e *Engine) syncBuffers() error {
 }
 
 // forwardBackward runs every micro-batch, reducing each gradient bucket as
-// it completes, and waits for the reductions; it returns the mean loss.
+// it completes, and waits for the reductions; it returns the loss summed
+// over all but the last micro-batch, divided by their count.
 func (e *Engine) forwardBackward(micro []Batch, scale float32) (float32, error) {
 	defer e.abandonReduction() // a no-op unless backward panicked
 	loss := float32(0)
@@ -288,9 +328,9 @@ func (e *Engine) forwardBackward(micro []Batch, scale float32) (float32, error) 
 		logits := e.model.Forward(b.X, true)
 		_, dlogits := e.ce.Forward(logits, b.Labels, scale/float32(len(micro)), true)
 		e.backward(dlogits, i, len(micro))
-		if i < len(micro)-1 || e.cfg.Precision == kernels.F32 {
+		if i < len(micro)-1 { // the last one update reads
 			loss += e.ce.Value() / float32(len(micro))
-		} // else StepAccum reads it with the overflow check
+		}
 	}
 	return loss, e.finishReduction()
 }
@@ -377,6 +417,9 @@ func (e *Engine) publish() error {
 
 // Free releases the engine's buffers (not the model).
 func (e *Engine) Free() {
+	if e.graph != nil {
+		e.graph.drop(false)
+	}
 	if e.red != nil {
 		e.model.SetHooks(nil)
 		e.red = nil

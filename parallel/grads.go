@@ -117,6 +117,10 @@ func (e *Engine) reduceScatterBucket(k int) {
 	e.fillPadding(stage, lo, hi)
 	l.gather(e.be, e.params, grads, stage, lo, hi)
 	dst := kernels.View(e.grad, k*l.block, l.block)
+	if l.world == 1 { // the identity, as a backend op: capturable (graph.go)
+		e.be.Copy(dst, stage)
+		return
+	}
 	e.stageJob[s] = e.launch(k, func() error { return e.comm.ReduceScatter(dst, stage, Avg) })
 }
 

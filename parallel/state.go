@@ -80,6 +80,7 @@ func (e *Engine) fullHost(t *kernels.Tensor) ([]float32, error) {
 // first (they are validated by name and shape); the optimizer part must
 // match the model's parameters.
 func (e *Engine) LoadState(st *State) error {
+	e.DropGraph()
 	if err := e.model.LoadStateDict(st.Model); err != nil {
 		return err
 	}
