@@ -258,11 +258,11 @@ func (e *Engine) compute(micro []Batch, scale float32) (float32, error) {
 	if e.graph == nil || len(micro) != 1 {
 		return e.forwardBackward(micro, scale)
 	}
-	replayed, err := e.graph.run(micro[0], scale, func() error {
+	ranGo, err := e.graph.run(micro[0], scale, func() error {
 		_, err := e.forwardBackward(micro, scale)
 		return err
 	})
-	if replayed { // the Go side of the forward did not run
+	if !ranGo { // a plain replay: the forward's Go bookkeeping did not run
 		e.model.CountTrainBatch()
 	}
 	return 0, err

@@ -59,23 +59,25 @@ func (e *Engine) newStepGraph() (*stepGraph, error) {
 
 // run does the compute part fn of a step on batch b: eagerly during
 // warm-up, else by replaying the graph, captured first if there is none
-// or if it was captured with other inputs or another loss scale.
-func (s *stepGraph) run(b Batch, scale float32, fn func() error) (replayed bool, err error) {
+// or if it was captured with other inputs or another loss scale. ranGo
+// says whether fn's Go code ran (eagerly or while capturing).
+func (s *stepGraph) run(b Batch, scale float32, fn func() error) (ranGo bool, err error) {
 	if s.left > 0 {
 		s.left--
-		return false, fn()
+		return true, fn()
 	}
 	if s.g != nil && (s.x != b.X || s.y != b.Labels || s.scale != scale) {
 		s.drop(false)
 	}
 	if s.g == nil {
 		if err := s.capture(fn); err != nil {
-			return false, err
+			return true, err
 		}
 		s.x, s.y, s.scale = b.X, b.Labels, scale
+		ranGo = true
 	}
 	s.replays++
-	return true, s.g.Launch()
+	return ranGo, s.g.Launch()
 }
 
 // capture records fn. A host transfer or wait inside fn panics in the
