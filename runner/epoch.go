@@ -96,6 +96,7 @@ func (j *job) evaluate() (acc float64, perClass []float64, err error) {
 		}
 		return nil
 	})
+	j.dropGraphs() // the evaluation's batch size may have moved the activations
 	return acc, perClass, err
 }
 

@@ -57,6 +57,13 @@ package runner
 //	                                   and build batches there (same values bit for bit);
 //	                                   false builds them on the host and uploads them.
 //	                                   Gemini with a device_budget always uses the host.
+//	cuda_graphs   bool     false       replay each step's forward, loss and backward
+//	                                   as a CUDA graph (captured after 2 eager steps;
+//	                                   again when the loss scale changes); the loss
+//	                                   read, scaler and Adam stay eager. Only runs of
+//	                                   one rank with torch_ddp or low_level_zero on a
+//	                                   GPU; others (CPU, Gemini, gpus > 1) log why and
+//	                                   train eagerly. Same results bit for bit.
 //
 //	[synthetic]            only used when dataset = "synthetic"
 //	train         int      10000       training images (>= batch_size)
@@ -139,6 +146,8 @@ type Spec struct {
 	Comm         string
 	// DeviceBatches: build batches in the backend from the resident data set.
 	DeviceBatches bool
+	// CUDAGraphs: replay the compute part of each step as a CUDA graph.
+	CUDAGraphs bool
 
 	Synthetic SyntheticSpec
 	Grid      GridSpec

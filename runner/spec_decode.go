@@ -38,6 +38,7 @@ type rawSpec struct {
 	ShareDevices toml.Primitive `toml:"share_devices"`
 	Comm         toml.Primitive `toml:"comm"`
 	DeviceBatch  toml.Primitive `toml:"device_batches"`
+	CUDAGraphs   toml.Primitive `toml:"cuda_graphs"`
 	Synthetic    toml.Primitive `toml:"synthetic"`
 	Grid         toml.Primitive `toml:"grid"`
 	Run          toml.Primitive `toml:"run"`

@@ -99,6 +99,7 @@ func (d *decoder) topLevel(r *rawSpec, s *Spec) {
 	d.boolVal("share_devices", r.ShareDevices, &s.ShareDevices)
 	d.stringVal("comm", r.Comm, &s.Comm, "a string", comms)
 	d.boolVal("device_batches", r.DeviceBatch, &s.DeviceBatches)
+	d.boolVal("cuda_graphs", r.CUDAGraphs, &s.CUDAGraphs)
 }
 
 func oneOfInt(vals ...int64) intRule {

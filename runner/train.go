@@ -95,6 +95,9 @@ func (j *job) setup() error {
 		if err != nil {
 			return err
 		}
+		if trainWrap != nil {
+			be = trainWrap(be)
+		}
 		rs := &rankState{be: be}
 		j.ranks[r] = rs
 		if rs.comm, err = j.comm(r, be); err != nil {
@@ -105,7 +108,7 @@ func (j *job) setup() error {
 		if j.cell.Plugin == PluginGemini {
 			rs.eng, err = j.newGemini(r, be, rs.comm, m, engCfg.Scaler)
 		} else {
-			rs.eng, err = parallel.NewEngine(be, rs.comm, m, engCfg)
+			rs.eng, err = parallel.NewEngine(be, rs.comm, m, j.withGraphs(engCfg, be))
 		}
 		if err != nil {
 			return err
@@ -125,6 +128,7 @@ func (j *job) setup() error {
 	})
 	if err == nil {
 		j.logInput()
+		j.logGraphs()
 	}
 	return err
 }
@@ -195,6 +199,7 @@ func (j *job) close() {
 		if rs.eng != nil {
 			if r == 0 {
 				j.geminiSummary(rs.eng)
+				j.graphSummary(rs.eng)
 			}
 			rs.eng.Free()
 			rs.eng.Model().Free()
