@@ -2,6 +2,9 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -23,6 +26,12 @@ type BenchOptions struct {
 	// Profile > 0 times every backend op over that many more steps after
 	// the timed ones (backends implementing kernels.Profiler only).
 	Profile int
+	// Graphs times every precision twice: eagerly, then with forward, loss
+	// and backward replayed as a captured graph (EngineConfig.Graphs; needs
+	// Warmup > parallel.DefaultGraphWarmup so the capture is not timed).
+	// Both results then carry the digest of the training state after the
+	// timed steps, which must be equal. Profiles are taken eagerly only.
+	Graphs bool
 }
 
 // BenchResult is one timed configuration.
@@ -40,6 +49,8 @@ type BenchResult struct {
 	Profile       []kernels.OpRecord
 	ProfileSteps  int
 	ProfileWallMS float64
+	Graphs        bool   // steps replayed from a graph
+	StateSHA      string // with BenchOptions.Graphs: sha256 of the state after Warmup+Steps steps
 }
 
 // Bench times full training steps (forward, loss, backward, gradient
@@ -50,23 +61,36 @@ func Bench(ctx context.Context, o BenchOptions) ([]BenchResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Graphs && o.Warmup <= parallel.DefaultGraphWarmup {
+		return nil, fmt.Errorf("--graphs needs --warmup > %d: the graph is captured after %d eager steps, and the capture should not be timed",
+			parallel.DefaultGraphWarmup, parallel.DefaultGraphWarmup)
+	}
+	if o.Graphs && plan.kind != "cuda" && benchWrap == nil {
+		return nil, fmt.Errorf("--graphs needs a backend that captures graphs (cuda); %s does not", plan.kind)
+	}
+	modes := []bool{false}
+	if o.Graphs {
+		modes = append(modes, true)
+	}
 	var out []BenchResult
 	for _, p := range o.Precisions {
-		if ctx.Err() != nil {
-			return out, ctx.Err()
-		}
-		r, err := benchOne(plan, o, p)
-		if r.Steps > 0 {
-			out = append(out, r) // timed, even if its profile failed
-		}
-		if err != nil {
-			return out, fmt.Errorf("%s %s: %w", o.Plugin, p, err)
+		for _, graphs := range modes {
+			if ctx.Err() != nil {
+				return out, ctx.Err()
+			}
+			r, err := benchOne(plan, o, p, graphs)
+			if r.Steps > 0 {
+				out = append(out, r) // timed, even if its profile failed
+			}
+			if err != nil {
+				return out, fmt.Errorf("%s %s: %w", o.Plugin, p, err)
+			}
 		}
 	}
 	return out, nil
 }
 
-func benchOne(plan backendPlan, o BenchOptions, precision string) (BenchResult, error) {
+func benchOne(plan backendPlan, o BenchOptions, precision string, graphs bool) (BenchResult, error) {
 	dt, err := kernels.ParseDType(precision)
 	if err != nil {
 		return BenchResult{}, err
@@ -82,7 +106,8 @@ func benchOne(plan backendPlan, o BenchOptions, precision string) (BenchResult, 
 	m := model.NewResNet18(be, model.Config{Width: o.Width, InChannels: 3, NumClasses: 10, DType: dt, Seed: 1})
 	defer m.Free()
 	cfg := parallel.EngineConfig{Plugin: o.Plugin, Precision: dt, ZeroStage: 1,
-		Scaler: parallel.ScalerConfig{InitialScale: 32, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 1000, Hysteresis: 2}}
+		Scaler: parallel.ScalerConfig{InitialScale: 32, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 1000, Hysteresis: 2},
+		Graphs: graphs}
 	g := parallel.NewGroup(1)
 	e, err := parallel.NewEngine(be, parallel.NewStagedComm(be, g.Comm(0)), m, cfg)
 	if err != nil {
@@ -112,11 +137,16 @@ func benchOne(plan backendPlan, o BenchOptions, precision string) (BenchResult, 
 	}
 	r := BenchResult{Plugin: o.Plugin, Precision: precision, Device: be.Device(),
 		StepMS: 1000 * dt2 / float64(o.Steps), ImagesPerSec: float64(o.Steps*o.Batch) / dt2,
-		PeakBytes: be.MemStats().TotalPeak, Steps: o.Steps}
+		PeakBytes: be.MemStats().TotalPeak, Steps: o.Steps, Graphs: graphs}
 	if prof != nil {
 		r.Counters = prof.Counters().Sub(c0)
 	}
-	if o.Profile > 0 {
+	if o.Graphs {
+		if r.StateSHA, err = stateSHA(e); err != nil {
+			return r, err
+		}
+	}
+	if o.Profile > 0 && !graphs {
 		if prof == nil {
 			return r, fmt.Errorf("--profile needs a backend that times its ops (cuda); %s does not", be.Name())
 		}
@@ -147,6 +177,25 @@ func timeSteps(be kernels.Backend, e *parallel.Engine, x, y *kernels.Tensor, n i
 		return 0, err
 	}
 	return time.Since(t0).Seconds(), nil
+}
+
+// stateSHA digests the engine's training state: weights, buffers, batch
+// counters and Adam moments.
+func stateSHA(e *parallel.Engine) (string, error) {
+	st, err := e.State()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, nt := range st.Model {
+		_ = binary.Write(h, binary.LittleEndian, nt.Data)
+		_ = binary.Write(h, binary.LittleEndian, nt.Int64)
+	}
+	for i := range st.ExpAvg {
+		_ = binary.Write(h, binary.LittleEndian, st.ExpAvg[i])
+		_ = binary.Write(h, binary.LittleEndian, st.ExpAvgSq[i])
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // benchWrap, when set (tests), wraps the backend Bench opens.

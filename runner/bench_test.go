@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"resnetlab/kernels"
+	"resnetlab/kernels/graphtest"
 )
 
 // countingBackend is a CPU backend that "profiles" its convolutions: one
@@ -62,5 +63,32 @@ func TestBenchProfileNeedsProfiler(t *testing.T) {
 	_, err := Bench(context.Background(), o)
 	if err == nil || !strings.Contains(err.Error(), "--profile needs") {
 		t.Fatalf("profiling the CPU backend: %v", err)
+	}
+}
+
+func TestBenchGraphsSameState(t *testing.T) {
+	o := BenchOptions{Device: "cpu", Width: 4, Batch: 2, Steps: 2, Warmup: 3, Precisions: []string{"fp32", "fp16"},
+		Plugin: "torch_ddp", Graphs: true}
+	if _, err := Bench(context.Background(), o); err == nil || !strings.Contains(err.Error(), "--graphs needs a backend") {
+		t.Fatalf("--graphs on the CPU backend: %v", err)
+	}
+	benchWrap = func(be kernels.Backend) kernels.Backend { return graphtest.New(be) }
+	defer func() { benchWrap = nil }()
+	res, err := Bench(context.Background(), o)
+	if err != nil || len(res) != 4 {
+		t.Fatalf("Bench: %v, %d results, want 4", err, len(res))
+	}
+	for i := 0; i < 4; i += 2 {
+		e, g := res[i], res[i+1]
+		if e.Graphs || !g.Graphs || e.StateSHA == "" || e.StateSHA != g.StateSHA {
+			t.Errorf("%s: eager %v %q, graph %v %q", e.Precision, e.Graphs, e.StateSHA, g.Graphs, g.StateSHA)
+		}
+	}
+	if res[0].StateSHA == res[2].StateSHA {
+		t.Error("fp32 and fp16 states have one digest: the digest does not see the weights")
+	}
+	o.Warmup = 2
+	if _, err := Bench(context.Background(), o); err == nil || !strings.Contains(err.Error(), "--warmup > 2") {
+		t.Errorf("--graphs with 2 warm-up steps: %v", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"resnetlab/runner"
 )
 
-const benchUsage = `Usage: resnetlab bench [--device NAME] [--width W] [--batch N] [--steps S] [--warmup K] [--precision LIST] [--plugin NAME] [--profile S]
+const benchUsage = `Usage: resnetlab bench [--device NAME] [--width W] [--batch N] [--steps S] [--warmup K] [--precision LIST] [--plugin NAME] [--profile S] [--graphs]
 
 Times full training steps of ResNet-18 (forward, loss, backward, gradient
 handling, Adam) on one rank with a fixed batch already on the device, and
@@ -29,10 +29,15 @@ Flags:
                      steps (CUDA events around each op) and print the device
                      time per op kind and per layer shape, with the launches,
                      copies and host syncs per step (cuda only)
+  --graphs           time every precision twice: eager, then with forward, loss
+                     and backward replayed as a CUDA graph (cuda_graphs), and
+                     print the sha256 of the training state after the timed
+                     steps for both: they must be equal (needs --warmup >= 3)
 
 Examples:
   resnetlab bench --device cuda --steps 200
   resnetlab bench --device cpu --width 16 --steps 10
+  resnetlab bench --device cuda --steps 200 --warmup 20 --graphs
 `
 
 func (c *cli) cmdBench(ctx context.Context, args []string) int {
@@ -47,6 +52,7 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 	fs.StringVar(&precisions, "precision", "fp32,fp16", "")
 	fs.StringVar(&o.Plugin, "plugin", "torch_ddp", "")
 	fs.IntVar(&o.Profile, "profile", 0, "")
+	fs.BoolVar(&o.Graphs, "graphs", false, "")
 	pos, done, code := c.parseArgs(fs, benchUsage, args)
 	if done {
 		return code
@@ -60,9 +66,10 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 	o.Precisions = strings.Split(precisions, ",")
 	res, err := runner.Bench(ctx, o)
 	for _, r := range res {
-		fmt.Fprintf(c.stdout, "%-14s %-5s %-28s %8.2f ms/step %9.0f images/s  peak %s\n",
-			r.Plugin, r.Precision, r.Device, r.StepMS, r.ImagesPerSec, runner.FormatSize(r.PeakBytes))
+		fmt.Fprintf(c.stdout, "%-14s %-5s %-28s %8.2f ms/step %9.0f images/s  peak %s%s\n",
+			r.Plugin, r.Precision, r.Device, r.StepMS, r.ImagesPerSec, runner.FormatSize(r.PeakBytes), graphCols(r))
 	}
+	writeGraphVerdicts(c.stdout, res)
 	for _, r := range res {
 		writeBenchProfile(c.stdout, r)
 	}
@@ -71,6 +78,40 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// graphCols is the eager/graph column and state digest of a --graphs run.
+func graphCols(r runner.BenchResult) string {
+	if r.StateSHA == "" {
+		return ""
+	}
+	mode := "eager"
+	if r.Graphs {
+		mode = "graph"
+	}
+	return fmt.Sprintf("  %s state sha256 %s", mode, r.StateSHA[:16])
+}
+
+// writeGraphVerdicts compares each precision's eager and graph results.
+func writeGraphVerdicts(w io.Writer, res []runner.BenchResult) {
+	eager := map[string]runner.BenchResult{}
+	for _, r := range res {
+		if r.StateSHA == "" {
+			continue
+		}
+		if !r.Graphs {
+			eager[r.Precision] = r
+			continue
+		}
+		if e, ok := eager[r.Precision]; ok {
+			verdict := "SAME"
+			if e.StateSHA != r.StateSHA {
+				verdict = "DIFFERS"
+			}
+			fmt.Fprintf(w, "graphs %s %s: %.2f -> %.2f ms/step (x%.2f), state %s\n",
+				r.Plugin, r.Precision, e.StepMS, r.StepMS, e.StepMS/r.StepMS, verdict)
+		}
+	}
 }
 
 // writeBenchProfile prints a result's counters per step and, when it was

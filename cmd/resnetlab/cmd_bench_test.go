@@ -54,3 +54,19 @@ func TestBenchProfilePrintsTables(t *testing.T) {
 		t.Errorf("--profile on the CPU: exit %d, %q", code, errb.String())
 	}
 }
+
+func TestBenchGraphVerdicts(t *testing.T) {
+	res := []runner.BenchResult{
+		{Plugin: "torch_ddp", Precision: "fp32", StepMS: 4, StateSHA: "aaaa"},
+		{Plugin: "torch_ddp", Precision: "fp32", StepMS: 2, StateSHA: "aaaa", Graphs: true},
+		{Plugin: "torch_ddp", Precision: "fp16", StepMS: 3, StateSHA: "bbbb"},
+		{Plugin: "torch_ddp", Precision: "fp16", StepMS: 3, StateSHA: "cccc", Graphs: true},
+	}
+	var out bytes.Buffer
+	writeGraphVerdicts(&out, res)
+	want := "graphs torch_ddp fp32: 4.00 -> 2.00 ms/step (x2.00), state SAME\n" +
+		"graphs torch_ddp fp16: 3.00 -> 3.00 ms/step (x1.00), state DIFFERS\n"
+	if out.String() != want {
+		t.Errorf("verdicts:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
