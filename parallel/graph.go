@@ -1,6 +1,7 @@
 package parallel
 
 import (
+	"errors"
 	"fmt"
 
 	"resnetlab/kernels"
@@ -25,6 +26,9 @@ import (
 
 // DefaultGraphWarmup is the eager steps before a capture.
 const DefaultGraphWarmup = 2
+
+// ErrCapture wraps every failure to capture the step.
+var ErrCapture = errors.New("graph capture of the train step failed")
 
 // stepGraph is the captured compute part of a step.
 type stepGraph struct {
@@ -85,15 +89,18 @@ func (s *stepGraph) run(b Batch, scale float32, fn func() error) (ranGo bool, er
 // ended so the backend stays usable.
 func (s *stepGraph) capture(fn func() error) (err error) {
 	if err := s.cap.BeginCapture(); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrCapture, err)
 	}
 	defer func() {
 		p := recover()
 		g, endErr := s.cap.EndCapture()
-		if p != nil {
-			err = fmt.Errorf("graph capture of the train step: %v", p)
-		} else if err == nil {
-			err = endErr
+		switch {
+		case p != nil:
+			err = fmt.Errorf("%w: %v", ErrCapture, p)
+		case err != nil:
+			err = fmt.Errorf("%w: %w", ErrCapture, err)
+		case endErr != nil:
+			err = fmt.Errorf("%w: %w", ErrCapture, endErr)
 		}
 		if err != nil {
 			if g != nil {

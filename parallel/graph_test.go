@@ -1,6 +1,7 @@
 package parallel
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -141,7 +142,7 @@ func TestGraphCaptureRefusesHostSync(t *testing.T) {
 		rec.Download(tt, h[:]) // a host read inside the captured region
 		return nil
 	})
-	if err == nil || !strings.Contains(err.Error(), "Download") {
+	if !errors.Is(err, ErrCapture) || !strings.Contains(err.Error(), "Download") {
 		t.Fatalf("capture with a Download: err %v, want one naming Download", err)
 	}
 	if rec.Capturing() || s.g != nil {

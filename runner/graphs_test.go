@@ -121,3 +121,31 @@ func anyCapturesAbove(lines []string, n int) bool {
 	}
 	return false
 }
+
+// syncingBackend reads a convolution's input back to the host, as an op
+// that waits for the device would: fine eagerly, refused in a capture.
+type syncingBackend struct{ *graphtest.Recorder }
+
+func (s syncingBackend) Conv2dForward(y, x, w *kernels.Tensor, p kernels.ConvParams) {
+	s.Download(x, make([]float32, x.Len()))
+	s.Recorder.Conv2dForward(y, x, w, p)
+}
+
+func TestCUDAGraphsHostSyncFailsTheRun(t *testing.T) {
+	trainWrap = func(be kernels.Backend) kernels.Backend { return syncingBackend{graphtest.New(be)} }
+	t.Cleanup(func() { trainWrap = nil })
+	s := tinySpec(t, "cuda_graphs = true\n")
+	evs, err := collect(t, s, RunOptions{}, nil)
+	if err == nil {
+		t.Fatal("a host read inside the captured step went unnoticed")
+	}
+	for _, want := range []string{"graph capture of the train step failed", "Download cannot run inside a graph capture",
+		"cuda_graphs = true in " + s.File} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if n := len(stepLosses(evs)); n != 2 {
+		t.Errorf("%d steps before the failure, want the 2 eager warm-up steps", n)
+	}
+}

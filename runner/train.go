@@ -227,6 +227,9 @@ func (j *job) trainStep(lr float32) error {
 		rs.be.Upload(rs.y, rs.yh)
 		st, err := rs.eng.Step(rs.x, rs.y, lr)
 		rs.stats = st
+		if errors.Is(err, parallel.ErrCapture) {
+			return fmt.Errorf("%w (cuda_graphs = true in %s: set it to false to train eagerly)", err, j.spec.File)
+		}
 		if err != nil {
 			return err
 		}
