@@ -27,6 +27,12 @@
 #             (default 3) Fashion-MNIST epochs with device_batches = true (data
 #             sets resident, batches built on the GPU) and false (host); epoch
 #             times, wall times and model sha256 (must be equal) side by side
+#   graphs    issue 3's cuda_graphs: resnetlab bench --graphs (ms/step eager vs
+#             graph replay and the state sha256 of both, which must be equal),
+#             the device test TestCUDAGraphsOnGPU (.dev/runner.test), then
+#             GRAPH_EPOCHS (default 2) Fashion-MNIST epochs of torch_ddp fp32,
+#             torch_ddp_fp16 and low_level_zero with cuda_graphs = true and
+#             false: epoch times and model sha256 (must be equal) side by side
 #   backends  20 training steps on the CPU backend and on the GPU, losses
 #             compared (.dev/runner.test)
 #   table80   issue 9's 80-epoch table: every plugin and both peers at once,
@@ -45,6 +51,7 @@
 # Expects (carried in .dev/): resnetlab (CGO_ENABLED=0 build), torch_peer.py,
 # fmnist/*.gz; test binaries for some stages, built here:
 #   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/parallel.test ./parallel       (comm)
+#   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/runner.test ./runner           (backends, graphs)
 #   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/cudatest ./kernels/cuda        (fp16, mover)
 #   CGO_ENABLED=0 go test -c -tags gpu -ldflags='-s -w' -o .dev/memory_gpu.test ./memory   (mover)
 # Everything printed goes to $OUT/device.log too; result JSON, logs and specs
@@ -429,6 +436,42 @@ stage_backends() {
 	step "20 training steps, CPU backend vs GPU"
 	timeout 200 .dev/runner.test -test.run TwentyStepsCPUvsCUDA -test.v
 }
+
+# Issue 3: the compute part of each step (forward, loss, backward) replayed
+# as a CUDA graph versus eager launches. Same seed and recipe, so each pair
+# must end with the same model (bit for bit). A subshell, as stage_batches:
+# the fp16 stage's PTX when it ran here.
+stage_graphs() (
+	local on e=${GRAPH_EPOCHS:-2} t0 p
+	step "cuda_graphs: bench eager vs graph, device test, $e Fashion-MNIST epochs with cuda_graphs = true vs false"
+	[ -f /tmp/w/fp16/env ] && . /tmp/w/fp16/env && echo "graphs: kernels from the fp16 stage"
+	for p in torch_ddp low_level_zero; do
+		timeout 120 "$B" bench --device cuda --plugin $p --steps 200 --warmup 20 --precision fp32,fp16 --graphs
+	done
+	timeout 200 .dev/runner.test -test.run CUDAGraphsOnGPU -test.v
+	for on in false true; do
+		t0=$(date +%s%N)
+		timeout 300 "$B" run --headless "$(spec "graphs_$on" "$e" "cuda_graphs = $on" '[grid]' \
+			'plugin = ["torch_ddp", "torch_ddp_fp16", "low_level_zero"]')" | grep -E "cuda_graphs|error|FAIL" | sort -u
+		echo "cuda_graphs = $on: wall $((($(date +%s%N) - t0) / 1000000)) ms for the three runs"
+	done
+	python3 - <<'EOF'
+import glob, json
+res = {}
+for f in sorted(glob.glob("/tmp/w/results/graphs_*.json")):
+    r = json.load(open(f))
+    on = f.split("graphs_")[1].split("-")[0]
+    secs = [e["seconds"] for e in r["per_epoch"]]
+    res[(r["run"], on)] = r
+    print(f"{r['run']:24} cuda_graphs={on:5} epochs(s) {' '.join(f'{s:.2f}' for s in secs)} "
+          f"img/s {r['images_per_second']:.0f} acc {r.get('final_test_acc') or 0:.4f} sha {r['model_sha256'][:16]}")
+for run in sorted({k[0] for k in res}):
+    a, b = res.get((run, "true")), res.get((run, "false"))
+    if a and b:
+        print(f"{run}: model {'SAME' if a['model_sha256'] == b['model_sha256'] else 'DIFFERS'} with and without graphs, "
+              f"img/s x{a['images_per_second'] / b['images_per_second']:.2f}")
+EOF
+)
 
 stage_interop() {
 	step "interop with PyTorch"
