@@ -35,6 +35,8 @@
 #             false: epoch times and model sha256 (must be equal) side by side
 #   backends  20 training steps on the CPU backend and on the GPU, losses
 #             compared (.dev/runner.test)
+#   multigpu  issue 8 (2+ GPUs): every plugin on 1 GPU and one rank per GPU
+#             over NCCL and over DeviceComm, MG_EPOCHS (12) epochs, scaling table
 #   table80   issue 9's 80-epoch table: every plugin and both peers at once,
 #             each resuming from its own checkpoint; call it again on the warm
 #             machine until done (T80_DEADLINE seconds per call)
@@ -472,6 +474,48 @@ for run in sorted({k[0] for k in res}):
               f"img/s x{a['images_per_second'] / b['images_per_second']:.2f}")
 EOF
 )
+
+# Issue 8 (needs a kind of 2+ GPUs): every plugin with 1 rank and with one
+# rank per GPU (NCCL, then DeviceComm over peer copies), MG_EPOCHS (default
+# 12) Fashion-MNIST epochs; then per plugin: epoch time, images/s, scaling
+# efficiency (images/s over N x the 1-GPU images/s), per-rank peak memory and
+# accuracy. The batch stays 100 per rank (the reference's DDP semantics).
+stage_multigpu() {
+	local n e=${MG_EPOCHS:-12} c
+	n=$(nvidia-smi -L | wc -l)
+	if [ "$n" -lt 2 ]; then
+		echo "multigpu: $n GPU here; this stage needs a kind of 2 or more GPUs"
+		return
+	fi
+	step "every plugin on 1 GPU and on $n GPUs (one rank each), $e epochs"
+	timeout 300 "$B" run --headless "$(spec mg_1 "$e" '[grid]' \
+		'plugin = ["torch_ddp", "torch_ddp_fp16", "low_level_zero", "gemini"]' 'gpus = [1]')" | grep -E 'done:|FAILED'
+	for c in nccl device; do
+		timeout 300 "$B" run --headless "$(spec "mg_${c}" "$e" "comm = \"$c\"" 'share_devices = false' '[grid]' \
+			'plugin = ["torch_ddp", "torch_ddp_fp16", "low_level_zero", "gemini"]' "gpus = [$n]")" | grep -E 'comm:|done:|FAILED'
+	done
+	python3 - "$n" <<'PY'
+import glob, json, sys
+n = int(sys.argv[1])
+def load(spec):
+    out = {}
+    for f in glob.glob(f"/tmp/w/results/{spec}-*.json"):
+        r = json.load(open(f)); out[(r["plugin"], r["precision"])] = r
+    return out
+one = load("mg_1")
+print(f"{'plugin':<16}{'prec':<6}{'setup':<12}{'epoch s':>8}{'img/s':>9}{'scaling':>9}{'peak MiB/rank':>22}{'acc':>8}")
+for key in sorted(one):
+    for name, runs in [("1 GPU", one), (f"{n} nccl", load("mg_nccl")), (f"{n} device", load("mg_device"))]:
+        r = runs.get(key)
+        if not r:
+            continue
+        ep = [x["seconds"] for x in r["per_epoch"]]
+        eff = r["images_per_second"] / (r["world_size"] * one[key]["images_per_second"])
+        peaks = "/".join(f"{p / 2**20:.0f}" for p in r["peak_device_bytes_per_rank"])
+        print(f"{key[0]:<16}{key[1]:<6}{name:<12}{sum(ep) / len(ep):>8.2f}{r['images_per_second']:>9.0f}"
+              f"{eff:>9.2f}{peaks:>22}{100 * (r.get('final_test_acc') or 0):>7.2f}%")
+PY
+}
 
 stage_interop() {
 	step "interop with PyTorch"
