@@ -44,3 +44,38 @@ func LossAndNonFinite(be Backend, loss *Tensor, ts []*Tensor) (float32, bool) {
 	be.Download(loss, h[:])
 	return h[0], be.NonFinite(ts)
 }
+
+// FusedBN is a backend that can fuse a batch norm with the ReLU after it
+// and, in a residual block, with the add before that ReLU: one launch and
+// one pass over memory instead of two or three. Results are exactly those
+// of the separate ops (see the methods), so a model may use the fused ops
+// wherever FusedBNOf returns them.
+type FusedBN interface {
+	// FusedBNAvailable reports whether the fused ops can run now (a CUDA
+	// backend needs kernels that an older PTX build lacks, and an env
+	// switch can turn them off).
+	FusedBNAvailable() bool
+	// BatchNormActForward is BatchNormForward(y, x, ...), then, when res is
+	// not nil, Add(y, y, res), then ReLUForward(y, y): every step rounds
+	// to y's dtype exactly as the separate op does. The sum is y + res,
+	// which IEEE addition makes equal to res + y bit for bit (only the
+	// payload of a NaN may differ where both summands are NaN). y aliases
+	// neither x nor res.
+	BatchNormActForward(y, x, res, gamma, beta, runMean, runVar, saveMean, saveInvStd *Tensor, training bool, momentum, eps float32)
+	// BatchNormActBackward is ReLUBackward(ds, dy, y) — the masked
+	// gradient in y's dtype — then BatchNormBackward(dx, dgamma, dbeta, ds,
+	// x, gamma, saveMean, saveInvStd), with y the output of the
+	// BatchNormActForward being differentiated. ds (y's dtype and length)
+	// receives the masked gradient when not nil (a residual block's
+	// shortcut needs it); dx aliases none of the inputs.
+	BatchNormActBackward(dx, ds, dgamma, dbeta, dy, y, x, gamma, saveMean, saveInvStd *Tensor)
+}
+
+// FusedBNOf returns be's fused batch-norm ops when it has them and they are
+// available now, else nil (use the separate ops).
+func FusedBNOf(be Backend) FusedBN {
+	if f, ok := be.(FusedBN); ok && f.FusedBNAvailable() {
+		return f
+	}
+	return nil
+}

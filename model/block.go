@@ -16,6 +16,11 @@ type BasicBlock struct {
 	Relu1, Relu2 *ReLU
 	DownConv     *Conv2d      // nil without downsample
 	DownBN       *BatchNorm2d // nil without downsample
+	// fused, set by Forward, holds the backend's fused BN+ReLU ops when
+	// Forward used them (Backward must then too); out is then the block's
+	// output, whose sign is the last ReLU's mask.
+	fused kernels.FusedBN
+	out   *kernels.Tensor
 }
 
 // NewBasicBlock builds a block named like "layer2.0"; a downsample is added
@@ -60,8 +65,15 @@ func (b *BasicBlock) Params() []*Param {
 }
 
 // Forward computes relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)).
-// The sum and the last ReLU are written in place into bn2's output buffer.
+// With a backend that fuses BN and ReLU (kernels.FusedBNOf) each ReLU, and
+// the add before the last one, runs inside a BN op (forwardFused);
+// otherwise the sum and the last ReLU are written in place into bn2's
+// output buffer. Both give the same bits.
 func (b *BasicBlock) Forward(x *kernels.Tensor, train bool) *kernels.Tensor {
+	b.fused, b.out = kernels.FusedBNOf(b.be), nil
+	if b.fused != nil {
+		return b.forwardFused(x, train)
+	}
 	o := b.Conv1.Forward(x, train)
 	o = b.BN1.Forward(o, train)
 	o = b.Relu1.Forward(o, train)
@@ -79,14 +91,63 @@ func (b *BasicBlock) Forward(x *kernels.Tensor, train bool) *kernels.Tensor {
 	return b.Relu2.Forward(o, train)
 }
 
+// forwardFused is Forward with BN+ReLU fused. The layers run in the same
+// order (so hooks see the same sequence): without a downsample bn2 adds the
+// identity; with one, bn2 runs alone and the shortcut's BN adds bn2's
+// output (x + y is y + x in IEEE arithmetic), so the sum exists only after
+// the last BN of the block.
+func (b *BasicBlock) forwardFused(x *kernels.Tensor, train bool) *kernels.Tensor {
+	f := b.fused
+	o := b.Conv1.Forward(x, train)
+	o = b.BN1.ForwardAct(f, o, nil, train)
+	o = b.Conv2.Forward(o, train)
+	if b.DownConv == nil {
+		b.checkResidual(o, x)
+		b.out = b.BN2.ForwardAct(f, o, x, train)
+		return b.out
+	}
+	o = b.BN2.Forward(o, train)
+	id := b.DownConv.Forward(x, train)
+	b.checkResidual(o, id)
+	b.out = b.DownBN.ForwardAct(f, id, o, train)
+	return b.out
+}
+
+func (b *BasicBlock) checkResidual(o, id *kernels.Tensor) {
+	if !sameShape(o, id) {
+		panic(fmt.Sprintf("model: %s: residual shape %v != main path %v", b.name, id.Shape, o.Shape))
+	}
+}
+
 // Backward returns dx; the sum of both paths' input gradients is written in
 // place into conv1's dx buffer.
 func (b *BasicBlock) Backward(dy *kernels.Tensor) *kernels.Tensor {
+	if b.fused != nil {
+		return b.backwardFused(dy)
+	}
 	ds := b.Relu2.Backward(dy)
 	g := b.BN2.Backward(ds)
 	g = b.Conv2.Backward(g)
 	g = b.Relu1.Backward(g)
 	g = b.BN1.Backward(g)
+	g = b.Conv1.Backward(g)
+	short := ds
+	if b.DownConv != nil {
+		short = b.DownBN.Backward(ds)
+		short = b.DownConv.Backward(short)
+	}
+	b.be.Add(g, g, short)
+	return g
+}
+
+// backwardFused is Backward after forwardFused, in the same layer order:
+// bn2's backward applies the last ReLU's mask and hands the masked
+// gradient to the shortcut too.
+func (b *BasicBlock) backwardFused(dy *kernels.Tensor) *kernels.Tensor {
+	f := b.fused
+	g, ds := b.BN2.BackwardAct(f, dy, b.out, true)
+	g = b.Conv2.Backward(g)
+	g, _ = b.BN1.BackwardAct(f, g, b.BN1.y, false)
 	g = b.Conv1.Backward(g)
 	short := ds
 	if b.DownConv != nil {
@@ -105,6 +166,7 @@ func (b *BasicBlock) freeActs() {
 		b.DownConv.freeActs()
 		b.DownBN.freeActs()
 	}
+	b.out = nil
 }
 
 func sameShape(a, b *kernels.Tensor) bool {

@@ -20,6 +20,7 @@ type BatchNorm2d struct {
 	NumBatchesTracked    int64
 	saveMean, saveInvStd *kernels.Tensor
 	x, y, dx             *kernels.Tensor
+	ds                   *kernels.Tensor // BackwardAct's masked gradient, when asked for
 }
 
 // NewBatchNorm2d allocates weight 1, bias 0, running_mean 0, running_var 1.
@@ -75,8 +76,42 @@ func (b *BatchNorm2d) Backward(dy *kernels.Tensor) *kernels.Tensor {
 	return dx
 }
 
+// ForwardAct is Forward followed by the ReLU of the layer after it (and,
+// when res is not nil, the residual add before that ReLU), fused by f:
+// relu(bn(x) + res), bit-identical to the separate ops. The result is this
+// layer's output buffer.
+func (b *BatchNorm2d) ForwardAct(f kernels.FusedBN, x, res *kernels.Tensor, train bool) *kernels.Tensor {
+	b.hooks.preF(b)
+	y := ensureLike(b.be, &b.y, x)
+	f.BatchNormActForward(y, x, res, b.Gamma.W, b.Beta.W, b.RunMean.T, b.RunVar.T,
+		b.saveMean, b.saveInvStd, train, BNMomentum, BNEps)
+	if train {
+		b.NumBatchesTracked++
+	}
+	b.x = x
+	b.hooks.postF(b)
+	return y
+}
+
+// BackwardAct is the backward of the ReLU whose output was y (a ForwardAct
+// result: this layer's or, in a downsampling block, the shortcut BN's)
+// followed by this layer's Backward, fused by f. It returns dx and, when
+// wantDs, the ReLU's input gradient (a buffer of this layer) for the
+// residual shortcut.
+func (b *BatchNorm2d) BackwardAct(f kernels.FusedBN, dy, y *kernels.Tensor, wantDs bool) (dx, ds *kernels.Tensor) {
+	b.hooks.preB(b)
+	dx = ensureLike(b.be, &b.dx, b.x)
+	if wantDs {
+		ds = ensureLike(b.be, &b.ds, y)
+	}
+	f.BatchNormActBackward(dx, ds, b.Gamma.G, b.Beta.G, dy, y, b.x, b.Gamma.W, b.saveMean, b.saveInvStd)
+	b.hooks.postB(b)
+	return dx, ds
+}
+
 func (b *BatchNorm2d) freeActs() {
 	release(b.be, &b.y)
 	release(b.be, &b.dx)
+	release(b.be, &b.ds)
 	b.x = nil
 }

@@ -19,7 +19,8 @@ type ResNet struct {
 	Blocks  []*BasicBlock // layer1.0, layer1.1, ..., layer4.1
 	AvgPool *AvgPool
 	FC      *Linear
-	layers  []Module // parametrised layers in state-dict (= forward) order
+	fused   kernels.FusedBN // the stem's fused BN+ReLU ops when the last Forward used them
+	layers  []Module        // parametrised layers in state-dict (= forward) order
 	params  []*Param
 	owned   []*kernels.Tensor // parameter tensors allocated here, for Free
 }
@@ -114,8 +115,12 @@ func (m *ResNet) Forward(x *kernels.Tensor, train bool) *kernels.Tensor {
 		panic(fmt.Sprintf("model: input %v, want [N,%d,H,W] %s", x, m.Cfg.InChannels, m.Cfg.DType))
 	}
 	o := m.Conv1.Forward(x, train)
-	o = m.BN1.Forward(o, train)
-	o = m.Relu.Forward(o, train)
+	if m.fused = kernels.FusedBNOf(m.be); m.fused != nil {
+		o = m.BN1.ForwardAct(m.fused, o, nil, train)
+	} else {
+		o = m.BN1.Forward(o, train)
+		o = m.Relu.Forward(o, train)
+	}
 	o = m.MaxPool.Forward(o, train)
 	for _, b := range m.Blocks {
 		o = b.Forward(o, train)
@@ -145,8 +150,12 @@ func (m *ResNet) backward(dlogits *kernels.Tensor) *kernels.Tensor {
 		g = m.Blocks[i].Backward(g)
 	}
 	g = m.MaxPool.Backward(g)
-	g = m.Relu.Backward(g)
-	g = m.BN1.Backward(g)
+	if m.fused != nil {
+		g, _ = m.BN1.BackwardAct(m.fused, g, m.BN1.y, false)
+	} else {
+		g = m.Relu.Backward(g)
+		g = m.BN1.Backward(g)
+	}
 	return m.Conv1.Backward(g)
 }
 

@@ -23,7 +23,13 @@ func bnDims(op string, x *kernels.Tensor, perChannel ...*kernels.Tensor) (n, c, 
 // updates the running stats with the unbiased variance, as PyTorch does.
 // Sums run in float64 per channel, one channel per goroutine at a time.
 func (b *Backend) BatchNormForward(y, x, gamma, beta, runMean, runVar, saveMean, saveInvStd *kernels.Tensor, training bool, momentum, eps float32) {
-	const op = "BatchNormForward"
+	b.bnForward("BatchNormForward", y, x, gamma, beta, runMean, runVar, saveMean, saveInvStd, training, momentum, eps, nil)
+}
+
+// bnForward is BatchNormForward; a non-nil epi runs on each freshly
+// written and rounded slice of y, with the slice's offset (the fused
+// add/ReLU of BatchNormActForward).
+func (b *Backend) bnForward(op string, y, x, gamma, beta, runMean, runVar, saveMean, saveInvStd *kernels.Tensor, training bool, momentum, eps float32, epi func(dst []float32, off int)) {
 	for _, t := range []*kernels.Tensor{y, x, gamma, beta, runMean, runVar} {
 		b.check(t, op)
 	}
@@ -62,6 +68,9 @@ func (b *Backend) BatchNormForward(y, x, gamma, beta, runMean, runVar, saveMean,
 					dst[j] = (v-mean)*a + sh
 				}
 				roundSlice(y.DType, dst)
+				if epi != nil {
+					epi(dst, off)
+				}
 			}
 		}
 	})
@@ -128,16 +137,28 @@ func (b *Backend) BatchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, s
 	}
 	sameLen(op, dx, x)
 	sameLen(op, dy, x)
+	b.bnBackward(op, dx, dgamma, dbeta, x, gamma, saveMean, saveInvStd, func(_ []float32, off, hw int) []float32 {
+		return dy.Host[off : off+hw]
+	})
+}
+
+// bnBackward is BatchNormBackward with the gradient dy read slice by slice
+// through grad(scratch, off, hw): dy itself, or for BatchNormActBackward
+// the ReLU-masked gradient, which it may build in scratch (hw floats, one
+// per goroutine). grad is called twice per slice (once per pass) and must
+// return the same values both times.
+func (b *Backend) bnBackward(op string, dx, dgamma, dbeta, x, gamma, saveMean, saveInvStd *kernels.Tensor, grad func(scratch []float32, off, hw int) []float32) {
 	n, c, hw := bnDims(op, x, dgamma, dbeta, gamma, saveMean, saveInvStd)
 	inv := 1 / float64(n*hw)
 	b.parallel(c, 1, func(lo, hi int) {
+		scratch := make([]float32, hw)
 		for ch := lo; ch < hi; ch++ {
 			mean, invstd := saveMean.Host[ch], saveInvStd.Host[ch]
 			var sdy, sdyx float64
 			for i := range n {
 				off := (i*c + ch) * hw
 				xs := x.Host[off : off+hw]
-				for j, g := range dy.Host[off : off+hw] {
+				for j, g := range grad(scratch, off, hw) {
 					sdy += float64(g)
 					sdyx += float64(g) * float64((xs[j]-mean)*invstd)
 				}
@@ -147,7 +168,7 @@ func (b *Backend) BatchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, s
 			mdb, mdg := float32(sdy*inv), float32(sdyx*inv)
 			for i := range n {
 				off := (i*c + ch) * hw
-				xs, gs, out := x.Host[off:off+hw], dy.Host[off:off+hw], dx.Host[off:off+hw]
+				xs, gs, out := x.Host[off:off+hw], grad(scratch, off, hw), dx.Host[off:off+hw]
 				for j, g := range gs {
 					out[j] = k * (g - mdb - (xs[j]-mean)*invstd*mdg)
 				}
