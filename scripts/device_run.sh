@@ -324,7 +324,7 @@ stage_comm() {
 # kernels before this change, on the same PTX.
 stage_fp16() {
 	local w=/tmp/w/fp16 f n rc root=$PWD
-	local old=(env RESNETLAB_CONV_V2=0 RESNETLAB_ADAM_COPY=0)
+	local old=(env RESNETLAB_CONV_V2=0 RESNETLAB_ADAM_COPY=0 RESNETLAB_BN_FUSE=0)
 	mkdir -p "$w/ptx" "$w/orig"
 	echo "export RESNETLAB_PTX_DIR=$w/ptx" >"$w/env"
 	step "fp16: PTX (kernels/cuda/src + next)"
@@ -348,7 +348,7 @@ stage_fp16() {
 	# One process per group, so a panic loses one group only. A new kernel
 	# that fails its test is switched off for the rest of the stage.
 	for f in 'PTX|VecOK' AdamStepCopy LossAndNonFinite ProfileRecords ConvLoader ConvMatches ConvDet \
-		'AdamMatches|NonFinite' Graph ResNet18Trains Augment; do
+		'AdamMatches|NonFinite' BNAct Graph ResNet18Trains Augment; do
 		(cd kernels/cuda && timeout 60 "$root/.dev/cudatest" -test.v -test.run "$f" >>"$w/test.log" 2>&1) && continue
 		echo "--- FAIL: group $f" | tee -a "$w/test.log"
 		# $w/env carries the switches to later stages (source it).
@@ -357,9 +357,11 @@ stage_fp16() {
 			echo "fp16: adam_copy off (RESNETLAB_ADAM_COPY=0) from here on" ;;
 		ConvLoader | ConvMatches) export RESNETLAB_CONV_V2=0 && echo "export RESNETLAB_CONV_V2=0" >>"$w/env" &&
 			echo "fp16: conv loader v2 off (RESNETLAB_CONV_V2=0) from here on" ;;
+		BNAct) export RESNETLAB_BN_FUSE=0 && echo "export RESNETLAB_BN_FUSE=0" >>"$w/env" &&
+			echo "fp16: fused BN+ReLU off (RESNETLAB_BN_FUSE=0) from here on" ;;
 		esac
 	done
-	grep -E "^(--- FAIL|FAIL|ok|PASS)|--- SKIP|panic|differs|relative error|loss " "$w/test.log" | head -40
+	grep -E "^(--- FAIL|FAIL|ok|PASS)|--- SKIP|panic|differs|bit-identical|relative error|loss " "$w/test.log" | head -40
 	step "fp16: train step, test net (ms/step device time; new kernels, then old)"
 	(cd kernels/cuda && timeout 60 "$root/.dev/cudatest" -test.run '^$' -test.bench 'ResNet18Step' -test.benchtime 50x 2>&1 |
 		grep -E "ms/step|FAIL|panic" | sed 's/^/new  /')
@@ -375,7 +377,7 @@ stage_fp16() {
 	(cd kernels/cuda && "${old[@]}" timeout 60 "$root/.dev/cudatest" -test.run '^$' -test.bench 'ProfileResNet18' -test.benchtime 1x >"$w/profile_old.log" 2>&1)
 	awk '/^== .*eager/ {print} / graph by op \(/ {p = 1} p {print} /  total$/ {p = 0}' "$w/profile_new.log"
 	echo "old kernels:"
-	awk '/^== .*eager/ {print} / graph by op \(/ {p = 1} p {print} /  total$/ {p = 0}' "$w/profile_old.log" | grep -E "^==|Conv|Adam|Copy|total"
+	awk '/^== .*eager/ {print} / graph by op \(/ {p = 1} p {print} /  total$/ {p = 0}' "$w/profile_old.log" | grep -E "^==|Conv|Adam|Copy|BatchNorm|ReLU|Add|total"
 	step "fp16: fp16 convolutions alone (us/call; new, then old)"
 	(cd kernels/cuda && timeout 60 "$root/.dev/cudatest" -test.run '^$' -test.bench 'ConvResNet18/fp16' -test.benchtime 20x 2>&1 |
 		grep -E "us/call" | sed 's/^/new  /')

@@ -42,6 +42,7 @@ type Backend struct {
 	adamCopy  bool // AdamStepCopy uses adam_copy (see optional)
 	convV2    bool // fp16/bf16 convolutions use the _v2 loader entries
 	convVec   bool // ... and their 16-byte loads where possible (_v2vec)
+	bnAct     bool // models use the fused BN+ReLU kernels (FusedBNAvailable; ops_bnact.go)
 	prof      profiler
 	cnt       kernels.Counters
 	cp        *copier // the copy stream of asynchronous moves (mover.go), nil until the first
@@ -114,6 +115,7 @@ func (b *Backend) open() error {
 		b.adamCopy = b.optional("adam_copy", "RESNETLAB_ADAM_COPY")
 		b.convV2 = b.optional("conv_fwd_f16_v2", "RESNETLAB_CONV_V2")
 		b.convVec = b.convV2 && b.optional("conv_fwd_f16_v2vec", "RESNETLAB_CONV_VEC")
+		b.bnAct = b.optional(bnActKernels[0], "RESNETLAB_BN_FUSE") && b.hasBNAct()
 	}
 	return err
 }

@@ -18,6 +18,7 @@ type act struct{ x, g *kernels.Tensor }
 
 type net struct {
 	b      *Backend
+	fused  kernels.FusedBN // BN+ReLU(+add) fused when not nil, as model/ does
 	dt     kernels.DType
 	n      int
 	rng    *rand.Rand
@@ -75,17 +76,47 @@ func (nt *net) conv(in *act, cout, k, stride, pad int) *act {
 	return out
 }
 
-func (nt *net) bn(in *act) *act {
-	c := in.x.Shape[1]
-	gamma, dg := nt.param(kernels.F32, 0, 1, c)
-	beta, db := nt.param(kernels.F32, 0, 0, c)
+// bnLayer is one batch norm's parameters and statistics.
+type bnLayer struct {
+	gamma, dg, beta, db, rm, rv, sm, si *kernels.Tensor
+}
+
+func (nt *net) newBN(c int) *bnLayer {
+	l := &bnLayer{}
+	l.gamma, l.dg = nt.param(kernels.F32, 0, 1, c)
+	l.beta, l.db = nt.param(kernels.F32, 0, 0, c)
 	b := nt.b
-	rm, rv := b.New(kernels.CatParams, kernels.F32, c), b.New(kernels.CatParams, kernels.F32, c)
-	b.Fill(rv, 1)
-	sm, si := b.New(kernels.CatActivations, kernels.F32, c), b.New(kernels.CatActivations, kernels.F32, c)
+	l.rm, l.rv = b.New(kernels.CatParams, kernels.F32, c), b.New(kernels.CatParams, kernels.F32, c)
+	b.Fill(l.rv, 1)
+	l.sm, l.si = b.New(kernels.CatActivations, kernels.F32, c), b.New(kernels.CatActivations, kernels.F32, c)
+	return l
+}
+
+func (nt *net) bn(in *act) *act {
+	l, b := nt.newBN(in.x.Shape[1]), nt.b
 	out := nt.newAct(in.x.Shape...)
-	nt.fwd = append(nt.fwd, func() { b.BatchNormForward(out.x, in.x, gamma, beta, rm, rv, sm, si, true, 0.1, 1e-5) })
-	nt.bwd = append(nt.bwd, func() { b.BatchNormBackward(in.g, dg, db, out.g, in.x, gamma, sm, si) })
+	nt.fwd = append(nt.fwd, func() { b.BatchNormForward(out.x, in.x, l.gamma, l.beta, l.rm, l.rv, l.sm, l.si, true, 0.1, 1e-5) })
+	nt.bwd = append(nt.bwd, func() { b.BatchNormBackward(in.g, l.dg, l.db, out.g, in.x, l.gamma, l.sm, l.si) })
+	return out
+}
+
+// bnRelu is relu(bn(in)), fused when the net fuses.
+func (nt *net) bnRelu(in *act) *act {
+	if nt.fused == nil {
+		return nt.relu(nt.bn(in))
+	}
+	return nt.bnAct(in, nil, nil)
+}
+
+// bnAct is relu(bn(in) + res) (res nil: relu(bn(in))) with the fused ops;
+// its backward also writes the masked gradient into ds when not nil.
+func (nt *net) bnAct(in *act, res, ds *kernels.Tensor) *act {
+	l, f := nt.newBN(in.x.Shape[1]), nt.fused
+	out := nt.newAct(in.x.Shape...)
+	nt.fwd = append(nt.fwd, func() {
+		f.BatchNormActForward(out.x, in.x, res, l.gamma, l.beta, l.rm, l.rv, l.sm, l.si, true, 0.1, 1e-5)
+	})
+	nt.bwd = append(nt.bwd, func() { f.BatchNormActBackward(in.g, ds, l.dg, l.db, out.g, out.x, in.x, l.gamma, l.sm, l.si) })
 	return out
 }
 
@@ -107,6 +138,9 @@ func (nt *net) block(in *act, cout, stride int) *act {
 			b.Add(in.g, main.g, short.g)
 		}
 	})
+	if nt.fused != nil {
+		return nt.blockFused(in, main, short, cout, stride)
+	}
 	z := nt.bn(nt.conv(nt.relu(nt.bn(nt.conv(main, cout, 3, stride, 1))), cout, 3, 1, 1))
 	s := short
 	if stride != 1 || in.x.Shape[1] != cout {
@@ -119,15 +153,38 @@ func (nt *net) block(in *act, cout, stride int) *act {
 	return nt.relu(sum)
 }
 
-// newNet builds ResNet-18 (10 classes) for n images of 3x32x32 in dtype dt.
+// blockFused is block with BN+ReLU(+add) fused, layers (and parameters)
+// in the same order: bn2 adds the identity, or, with a downsample, the
+// shortcut's BN adds bn2's output; the BN that adds writes the masked
+// gradient (the sum's) that both branches read.
+func (nt *net) blockFused(in, main, short *act, cout, stride int) *act {
+	z := nt.conv(nt.bnRelu(nt.conv(main, cout, 3, stride, 1)), cout, 3, 1, 1)
+	ds := nt.b.New(kernels.CatActivations, nt.dt, z.x.Shape...)
+	if stride == 1 && in.x.Shape[1] == cout {
+		short.g = ds
+		return nt.bnAct(z, in.x, ds)
+	}
+	z2 := nt.bn(z)
+	z2.g = ds
+	short.g = nt.b.New(kernels.CatActivations, nt.dt, in.x.Shape...)
+	return nt.bnAct(nt.conv(short, cout, 1, stride, 0), z2.x, ds)
+}
+
+// newNet builds ResNet-18 (10 classes) for n images of 3x32x32 in dtype dt,
+// with BN+ReLU fused where the backend offers it.
 func newNet(b *Backend, dt kernels.DType, n int) *net {
-	nt := &net{b: b, dt: dt, n: n, rng: rand.New(rand.NewSource(5)),
+	return newNetWith(b, dt, n, kernels.FusedBNOf(b))
+}
+
+// newNetWith is newNet with the fused ops f (nil: separate ops).
+func newNetWith(b *Backend, dt kernels.DType, n int, f kernels.FusedBN) *net {
+	nt := &net{b: b, dt: dt, n: n, fused: f, rng: rand.New(rand.NewSource(5)),
 		hp: kernels.AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 1, GradScale: 1}}
 	nt.images = b.New(kernels.CatData, dt, n, 3, 32, 32)
 	nt.labels = b.New(kernels.CatData, kernels.F32, n)
 	nt.loss = b.New(kernels.CatActivations, kernels.F32, 1)
 	// Closures capture variables, so each layer's input gets its own.
-	stem := nt.relu(nt.bn(nt.conv(&act{x: nt.images}, 64, 7, 2, 3)))
+	stem := nt.bnRelu(nt.conv(&act{x: nt.images}, 64, 7, 2, 3))
 	pool := nt.newAct(n, 64, 8, 8)
 	pp := kernels.PoolParams{K: 3, Stride: 2, Pad: 1}
 	nt.fwd = append(nt.fwd, func() { b.MaxPoolForward(pool.x, stem.x, pp) })

@@ -1,0 +1,482 @@
+// Element-wise, normalisation, pooling, loss and multi-tensor kernels of the
+// resnetlab CUDA backend. Tensor pointers come with a dtype code (0 fp32,
+// 1 fp16, 2 bf16, as kernels.DType); arithmetic is fp32 and every store
+// rounds to nearest even. Reductions use a fixed order (per-thread strided
+// sums, then a warp tree, then warps in index order), so results are
+// deterministic run to run.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+typedef long long i64;
+
+__device__ __forceinline__ float ld(const void* p, int dt, i64 i) {
+  if (dt == 0) return static_cast<const float*>(p)[i];
+  if (dt == 1) return __half2float(static_cast<const __half*>(p)[i]);
+  return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+}
+
+__device__ __forceinline__ void st(void* p, int dt, i64 i, float v) {
+  if (dt == 0) static_cast<float*>(p)[i] = v;
+  else if (dt == 1) static_cast<__half*>(p)[i] = __float2half_rn(v);
+  else static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+}
+
+#define GRID_LOOP(i, n) for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < (n); i += (i64)gridDim.x * blockDim.x)
+
+extern "C" __global__ void fill(void* y, int dt, i64 n, float v) {
+  GRID_LOOP(i, n) st(y, dt, i, v);
+}
+
+extern "C" __global__ void scale(void* y, int dt, i64 n, float s) {
+  GRID_LOOP(i, n) st(y, dt, i, ld(y, dt, i) * s);
+}
+
+extern "C" __global__ void convert(void* y, int ydt, const void* x, int xdt, i64 n) {
+  GRID_LOOP(i, n) st(y, ydt, i, ld(x, xdt, i));
+}
+
+extern "C" __global__ void relu_fwd(void* y, int ydt, const void* x, int xdt, i64 n) {
+  GRID_LOOP(i, n) {
+    float v = ld(x, xdt, i);
+    st(y, ydt, i, v > 0.f ? v : 0.f);
+  }
+}
+
+extern "C" __global__ void relu_bwd(void* dx, int dxdt, const void* dy, int dydt, const void* y, int ydt, i64 n) {
+  GRID_LOOP(i, n) st(dx, dxdt, i, ld(y, ydt, i) > 0.f ? ld(dy, dydt, i) : 0.f);
+}
+
+extern "C" __global__ void add(void* y, int ydt, const void* a, int adt, const void* b, int bdt, i64 n) {
+  GRID_LOOP(i, n) st(y, ydt, i, ld(a, adt, i) + ld(b, bdt, i));
+}
+
+// avgpool_fwd: y[i] = mean of x[i*hw .. i*hw+hw) for i < nc.
+extern "C" __global__ void avgpool_fwd(void* y, int ydt, const void* x, int xdt, i64 nc, int hw) {
+  GRID_LOOP(i, nc) {
+    float s = 0.f;
+    for (int j = 0; j < hw; j++) s += ld(x, xdt, i * hw + j);
+    st(y, ydt, i, s / (float)hw);
+  }
+}
+
+extern "C" __global__ void avgpool_bwd(void* dx, int dxdt, const void* dy, int dydt, i64 n, int hw) {
+  GRID_LOOP(i, n) st(dx, dxdt, i, ld(dy, dydt, i / hw) / (float)hw);
+}
+
+// bias_grad: db[o] = sum over rows n of dy[n*O+o], rows in order.
+extern "C" __global__ void bias_grad(void* db, int dbdt, const void* dy, int dydt, int N, int O) {
+  GRID_LOOP(o, O) {
+    float s = 0.f;
+    for (int n = 0; n < N; n++) s += ld(dy, dydt, (i64)n * O + o);
+    st(db, dbdt, o, s);
+  }
+}
+
+struct PoolShape {
+  int N, C, H, W, P, Q, K, stride, pad;
+};
+
+// windowMax scans the pooling window of output (p,q) of one plane row-major
+// and returns the first maximum's in-plane index (-1 if the window is empty).
+__device__ __forceinline__ int windowArgmax(const void* x, int xdt, i64 plane, const PoolShape& s, int p, int q,
+                                            float* best) {
+  int h0 = p * s.stride - s.pad, w0 = q * s.stride - s.pad, arg = -1;
+  float b = 0.f;
+  for (int r = 0; r < s.K; r++) {
+    int h = h0 + r;
+    if (h < 0 || h >= s.H) continue;
+    for (int c = 0; c < s.K; c++) {
+      int w = w0 + c;
+      if (w < 0 || w >= s.W) continue;
+      float v = ld(x, xdt, plane + h * s.W + w);
+      if (arg < 0 || v > b || v != v) { b = v; arg = h * s.W + w; }  // NaN wins, as on the CPU
+    }
+  }
+  *best = b;
+  return arg;
+}
+
+extern "C" __global__ void maxpool_fwd(void* y, int ydt, const void* x, int xdt, PoolShape s) {
+  i64 n = (i64)s.N * s.C * s.P * s.Q;
+  GRID_LOOP(i, n) {
+    int PQ = s.P * s.Q;
+    i64 pl = i / PQ;
+    int pq = (int)(i - pl * PQ), p = pq / s.Q, q = pq - p * s.Q;
+    float b;
+    windowArgmax(x, xdt, pl * s.H * s.W, s, p, q, &b);
+    st(y, ydt, i, b);
+  }
+}
+
+// maxpool_argmax stores, for every output, the in-plane index of its window's
+// first maximum; maxpool_bwd then gathers without atomics.
+extern "C" __global__ void maxpool_argmax(int* idx, const void* x, int xdt, PoolShape s) {
+  i64 n = (i64)s.N * s.C * s.P * s.Q;
+  GRID_LOOP(i, n) {
+    int PQ = s.P * s.Q;
+    i64 pl = i / PQ;
+    int pq = (int)(i - pl * PQ), p = pq / s.Q, q = pq - p * s.Q;
+    float b;
+    idx[i] = windowArgmax(x, xdt, pl * s.H * s.W, s, p, q, &b);
+  }
+}
+
+extern "C" __global__ void maxpool_bwd(void* dx, int dxdt, const void* dy, int dydt, const int* idx, PoolShape s) {
+  i64 n = (i64)s.N * s.C * s.H * s.W;
+  GRID_LOOP(i, n) {
+    int HW = s.H * s.W;
+    i64 pl = i / HW;
+    int hw = (int)(i - pl * HW), h = hw / s.W, w = hw - h * s.W;
+    int th = h + s.pad - s.K + 1, tw = w + s.pad - s.K + 1;
+    int p0 = th <= 0 ? 0 : (th + s.stride - 1) / s.stride;
+    int q0 = tw <= 0 ? 0 : (tw + s.stride - 1) / s.stride;
+    int p1 = min(s.P - 1, (h + s.pad) / s.stride), q1 = min(s.Q - 1, (w + s.pad) / s.stride);
+    float acc = 0.f;
+    for (int p = p0; p <= p1; p++)
+      for (int q = q0; q <= q1; q++) {
+        i64 o = pl * s.P * s.Q + p * s.Q + q;
+        if (idx[o] == hw) acc += ld(dy, dydt, o);
+      }
+    st(dx, dxdt, i, acc);
+  }
+}
+
+// blockSum returns the sum of v over the block to every thread, in a fixed
+// order. blockDim.x must be a multiple of 32; sh holds 32 floats.
+__device__ float blockSum(float v, float* sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float t = 0.f;
+  for (int w = 0; w < (int)(blockDim.x >> 5); w++) t += sh[w];
+  return t;
+}
+
+// bn_fwd_train: one block per channel c. Two-pass mean/variance (no
+// cancellation), normalise, and update the running statistics.
+extern "C" __global__ void bn_fwd_train(void* y, int ydt, const void* x, int xdt, const float* gamma,
+                                        const float* beta, float* runMean, float* runVar, float* saveMean,
+                                        float* saveInv, int N, int C, int HW, float mom, float eps) {
+  __shared__ float sh[32];
+  const int c = blockIdx.x;
+  const i64 M = (i64)N * HW;
+  float s = 0.f;
+  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
+    i64 n = j / HW;
+    s += ld(x, xdt, (n * C + c) * HW + (j - n * HW));
+  }
+  const float mean = blockSum(s, sh) / (float)M;
+  float q = 0.f;
+  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
+    i64 n = j / HW;
+    float d = ld(x, xdt, (n * C + c) * HW + (j - n * HW)) - mean;
+    q += d * d;
+  }
+  const float var = blockSum(q, sh) / (float)M;
+  const float inv = 1.f / sqrtf(var + eps);
+  const float a = gamma[c] * inv, b = beta[c];
+  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
+    i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
+    st(y, ydt, k, (ld(x, xdt, k) - mean) * a + b);
+  }
+  if (threadIdx.x == 0) {
+    saveMean[c] = mean;
+    saveInv[c] = inv;
+    float unb = M > 1 ? var * (float)M / (float)(M - 1) : var;
+    runMean[c] = (1.f - mom) * runMean[c] + mom * mean;
+    runVar[c] = (1.f - mom) * runVar[c] + mom * unb;
+  }
+}
+
+extern "C" __global__ void bn_fwd_eval(void* y, int ydt, const void* x, int xdt, const float* gamma,
+                                       const float* beta, const float* runMean, const float* runVar, int N, int C,
+                                       int HW, float eps) {
+  i64 n = (i64)N * C * HW;
+  GRID_LOOP(i, n) {
+    int c = (int)((i / HW) % C);
+    float a = gamma[c] * (1.f / sqrtf(runVar[c] + eps));
+    st(y, ydt, i, (ld(x, xdt, i) - runMean[c]) * a + beta[c]);
+  }
+}
+
+// bn_bwd: one block per channel. dbeta = sum dy, dgamma = sum dy*xhat,
+// dx = gamma*inv * (dy - dbeta/M - xhat*dgamma/M). dx may be null.
+extern "C" __global__ void bn_bwd(void* dx, int dxdt, const void* dy, int dydt, const void* x, int xdt,
+                                  const float* gamma, const float* saveMean, const float* saveInv, float* dgamma,
+                                  float* dbeta, int N, int C, int HW) {
+  __shared__ float sh[32];
+  const int c = blockIdx.x;
+  const i64 M = (i64)N * HW;
+  const float mean = saveMean[c], inv = saveInv[c];
+  float sdy = 0.f, sdyx = 0.f;
+  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
+    i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
+    float d = ld(dy, dydt, k);
+    sdy += d;
+    sdyx += d * (ld(x, xdt, k) - mean);
+  }
+  const float db = blockSum(sdy, sh);
+  const float dg = blockSum(sdyx, sh) * inv;
+  if (threadIdx.x == 0) {
+    dgamma[c] = dg;
+    dbeta[c] = db;
+  }
+  if (dx == nullptr) return;
+  const float k1 = gamma[c] * inv, mdb = db / (float)M, mdg = dg / (float)M;
+  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
+    i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
+    float xh = (ld(x, xdt, k) - mean) * inv;
+    st(dx, dxdt, k, k1 * (ld(dy, dydt, k) - mdb - xh * mdg));
+  }
+}
+
+// ---- Fused batch norm + (residual add +) ReLU (kernels.FusedBN) ----
+// Each kernel is its separate kernels run back to back on one element: the
+// same expressions in the same order (so the same FMA contractions), with
+// every store of the separate path replaced by the rounding that store
+// and the next load would do (rnd). Their results are bit-identical to
+// bn_fwd_* then add then relu_fwd, and to relu_bwd then bn_bwd.
+
+// rnd rounds v to dtype dt exactly as st then ld would.
+__device__ __forceinline__ float rnd(int dt, float v) {
+  if (dt == 0) return v;
+  if (dt == 1) return __half2float(__float2half_rn(v));
+  return __bfloat162float(__float2bfloat16_rn(v));
+}
+
+// bnActOut takes the batch-norm value v of element k (as bn_fwd_* stores
+// it into y), then does add (y + res, when res is not null) and relu_fwd.
+__device__ __forceinline__ float bnActOut(float v, int ydt, const void* res, int rdt, i64 k) {
+  v = rnd(ydt, v);
+  if (res != nullptr) v = rnd(ydt, v + ld(res, rdt, k));
+  return v > 0.f ? v : 0.f;
+}
+
+// reluGrad is relu_bwd's value for element k, rounded to y's dtype (the
+// dtype of the buffer relu_bwd writes in the separate path).
+__device__ __forceinline__ float reluGrad(const void* dy, int dydt, const void* y, int ydt, i64 k) {
+  return rnd(ydt, ld(y, ydt, k) > 0.f ? ld(dy, dydt, k) : 0.f);
+}
+
+// bn_act_fwd_train is bn_fwd_train with bnActOut on each stored value.
+extern "C" __global__ void bn_act_fwd_train(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
+                                            const float* gamma, const float* beta, float* runMean, float* runVar,
+                                            float* saveMean, float* saveInv, int N, int C, int HW, float mom,
+                                            float eps) {
+  __shared__ float sh[32];
+  const int c = blockIdx.x;
+  const i64 M = (i64)N * HW;
+  float s = 0.f;
+  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
+    i64 n = j / HW;
+    s += ld(x, xdt, (n * C + c) * HW + (j - n * HW));
+  }
+  const float mean = blockSum(s, sh) / (float)M;
+  float q = 0.f;
+  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
+    i64 n = j / HW;
+    float d = ld(x, xdt, (n * C + c) * HW + (j - n * HW)) - mean;
+    q += d * d;
+  }
+  const float var = blockSum(q, sh) / (float)M;
+  const float inv = 1.f / sqrtf(var + eps);
+  const float a = gamma[c] * inv, b = beta[c];
+  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
+    i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
+    st(y, ydt, k, bnActOut((ld(x, xdt, k) - mean) * a + b, ydt, res, rdt, k));
+  }
+  if (threadIdx.x == 0) {
+    saveMean[c] = mean;
+    saveInv[c] = inv;
+    float unb = M > 1 ? var * (float)M / (float)(M - 1) : var;
+    runMean[c] = (1.f - mom) * runMean[c] + mom * mean;
+    runVar[c] = (1.f - mom) * runVar[c] + mom * unb;
+  }
+}
+
+// bn_act_fwd_eval is bn_fwd_eval with bnActOut on each stored value.
+extern "C" __global__ void bn_act_fwd_eval(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
+                                           const float* gamma, const float* beta, const float* runMean,
+                                           const float* runVar, int N, int C, int HW, float eps) {
+  i64 n = (i64)N * C * HW;
+  GRID_LOOP(i, n) {
+    int c = (int)((i / HW) % C);
+    float a = gamma[c] * (1.f / sqrtf(runVar[c] + eps));
+    st(y, ydt, i, bnActOut((ld(x, xdt, i) - runMean[c]) * a + beta[c], ydt, res, rdt, i));
+  }
+}
+
+// bn_act_bwd is relu_bwd (mask of the fused output y; the masked gradient
+// is stored to ds, y's dtype, when ds is not null) then bn_bwd on it. The
+// second pass reads ds back where it was written (the same values).
+extern "C" __global__ void bn_act_bwd(void* dx, int dxdt, void* ds, const void* dy, int dydt, const void* y, int ydt,
+                                      const void* x, int xdt, const float* gamma, const float* saveMean,
+                                      const float* saveInv, float* dgamma, float* dbeta, int N, int C, int HW) {
+  __shared__ float sh[32];
+  const int c = blockIdx.x;
+  const i64 M = (i64)N * HW;
+  const float mean = saveMean[c], inv = saveInv[c];
+  float sdy = 0.f, sdyx = 0.f;
+  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
+    i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
+    float d = reluGrad(dy, dydt, y, ydt, k);
+    if (ds != nullptr) st(ds, ydt, k, d);
+    sdy += d;
+    sdyx += d * (ld(x, xdt, k) - mean);
+  }
+  const float db = blockSum(sdy, sh);
+  const float dg = blockSum(sdyx, sh) * inv;
+  if (threadIdx.x == 0) {
+    dgamma[c] = dg;
+    dbeta[c] = db;
+  }
+  if (dx == nullptr) return;
+  const float k1 = gamma[c] * inv, mdb = db / (float)M, mdg = dg / (float)M;
+  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
+    i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
+    float xh = (ld(x, xdt, k) - mean) * inv;
+    float d = ds != nullptr ? ld(ds, ydt, k) : reluGrad(dy, dydt, y, ydt, k);
+    st(dx, dxdt, k, k1 * (d - mdb - xh * mdg));
+  }
+}
+
+// softmax_ce: one block; warp w handles rows w, w+nw, ...; the loss is the
+// mean over rows of logsumexp(row) - row[label], summed in a fixed order.
+extern "C" __global__ void softmax_ce(void* loss, int lossdt, void* dl, int dldt, const void* logits, int lgdt,
+                                      const void* labels, int labdt, int N, int K, float scale) {
+  __shared__ float part[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  float wsum = 0.f;
+  for (int n = warp; n < N; n += nw) {
+    const i64 row = (i64)n * K;
+    float mx = -INFINITY;
+    for (int j = lane; j < K; j += 32) mx = fmaxf(mx, ld(logits, lgdt, row + j));
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float se = 0.f;
+    for (int j = lane; j < K; j += 32) se += expf(ld(logits, lgdt, row + j) - mx);
+    for (int o = 16; o > 0; o >>= 1) se += __shfl_xor_sync(0xffffffffu, se, o);
+    const int lab = (int)ld(labels, labdt, n);
+    const bool ok = lab >= 0 && lab < K;
+    if (lane == 0) wsum += ok ? (mx + logf(se)) - ld(logits, lgdt, row + lab) : NAN;
+    if (dl != nullptr) {
+      for (int j = lane; j < K; j += 32) {
+        float pj = expf(ld(logits, lgdt, row + j) - mx) / se;
+        st(dl, dldt, row + j, (pj - (j == lab ? 1.f : 0.f)) * scale / (float)N);
+      }
+    }
+  }
+  if (lane == 0) part[warp] = wsum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float t = 0.f;
+    for (int w = 0; w < nw; w++) t += part[w];
+    st(loss, lossdt, 0, t / (float)N);
+  }
+}
+
+// Multi-tensor kernels: a device table lists the tensors; tensor t owns
+// blocks [blockStart[t], blockStart[t+1]), each block CHUNK elements.
+#define CHUNK 4096
+
+template <typename E>
+__device__ __forceinline__ int findTensor(const E* tab, int ntab, int b) {
+  int lo = 0, hi = ntab - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) >> 1;
+    if (tab[mid].blockStart <= b) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+struct NFEntry {
+  const void* p;
+  i64 n;
+  int blockStart;
+  int dt;
+};
+
+// nonfinite sets *flag = 1 if any element is inf or NaN (checked on the bit
+// pattern: an all-ones exponent).
+extern "C" __global__ void nonfinite(const NFEntry* tab, int ntab, int* flag) {
+  const int t = findTensor(tab, ntab, blockIdx.x);
+  const NFEntry e = tab[t];
+  const i64 start = (i64)(blockIdx.x - e.blockStart) * CHUNK;
+  const i64 end = min(e.n, start + CHUNK);
+  bool bad = false;
+  for (i64 i = start + threadIdx.x; i < end; i += blockDim.x) {
+    if (e.dt == 0) bad |= (static_cast<const unsigned*>(e.p)[i] & 0x7f800000u) == 0x7f800000u;
+    else if (e.dt == 1) bad |= (static_cast<const unsigned short*>(e.p)[i] & 0x7c00u) == 0x7c00u;
+    else bad |= (static_cast<const unsigned short*>(e.p)[i] & 0x7f80u) == 0x7f80u;
+  }
+  if (__syncthreads_or(bad) && threadIdx.x == 0) *flag = 1;
+}
+
+struct AdamEntry {
+  void* p;
+  const void* g;
+  void* m;
+  void* v;
+  i64 n;
+  int blockStart;
+  int pdt, gdt, mdt, vdt;
+  int pad;
+};
+
+struct AdamHP {
+  float lr, b1, b2, eps, wd, bc1, bc2, gscale;
+};
+
+// adam: AdamW with bias correction in the CPU backend's arithmetic:
+// g *= gscale; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
+// p -= lr * ((m/bc1)/(sqrt(v/bc2)+eps) + wd*p).
+extern "C" __global__ void adam(const AdamEntry* tab, int ntab, AdamHP hp) {
+  const int t = findTensor(tab, ntab, blockIdx.x);
+  const AdamEntry e = tab[t];
+  const i64 start = (i64)(blockIdx.x - e.blockStart) * CHUNK;
+  const i64 end = min(e.n, start + CHUNK);
+  for (i64 i = start + threadIdx.x; i < end; i += blockDim.x) {
+    float g = ld(e.g, e.gdt, i) * hp.gscale;
+    float m = hp.b1 * ld(e.m, e.mdt, i) + (1.f - hp.b1) * g;
+    float v = hp.b2 * ld(e.v, e.vdt, i) + (1.f - hp.b2) * g * g;
+    st(e.m, e.mdt, i, m);
+    st(e.v, e.vdt, i, v);
+    float p = ld(e.p, e.pdt, i);
+    float update = (m / hp.bc1) / (sqrtf(v / hp.bc2) + hp.eps) + hp.wd * p;
+    st(e.p, e.pdt, i, p - hp.lr * update);
+  }
+}
+
+struct AdamCopyEntry {
+  void* p;
+  const void* g;
+  void* m;
+  void* v;
+  void* c;
+  i64 n;
+  int blockStart;
+  int pdt, gdt, mdt, vdt, cdt;
+};
+
+// adam_copy is adam (same arithmetic, statement for statement) that also
+// writes each updated parameter, as stored, rounded to cdt into c (skipped
+// where c is null): the fp16/bf16 model weights of mixed precision in the
+// same pass, instead of one convert launch per tensor afterwards.
+extern "C" __global__ void adam_copy(const AdamCopyEntry* tab, int ntab, AdamHP hp) {
+  const int t = findTensor(tab, ntab, blockIdx.x);
+  const AdamCopyEntry e = tab[t];
+  const i64 start = (i64)(blockIdx.x - e.blockStart) * CHUNK;
+  const i64 end = min(e.n, start + CHUNK);
+  for (i64 i = start + threadIdx.x; i < end; i += blockDim.x) {
+    float g = ld(e.g, e.gdt, i) * hp.gscale;
+    float m = hp.b1 * ld(e.m, e.mdt, i) + (1.f - hp.b1) * g;
+    float v = hp.b2 * ld(e.v, e.vdt, i) + (1.f - hp.b2) * g * g;
+    st(e.m, e.mdt, i, m);
+    st(e.v, e.vdt, i, v);
+    float p = ld(e.p, e.pdt, i);
+    float update = (m / hp.bc1) / (sqrtf(v / hp.bc2) + hp.eps) + hp.wd * p;
+    float np = p - hp.lr * update;
+    st(e.p, e.pdt, i, np);
+    if (e.c != nullptr) st(e.c, e.cdt, i, e.pdt == 0 ? np : ld(e.p, e.pdt, i));
+  }
+}

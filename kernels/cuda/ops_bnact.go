@@ -1,0 +1,108 @@
+package cuda
+
+import (
+	"fmt"
+
+	"resnetlab/kernels"
+)
+
+// Fused batch norm + (residual add +) ReLU: kernels.FusedBN on the kernels
+// bn_act_fwd_train, bn_act_fwd_eval and bn_act_bwd (src/ops.cu once
+// promoted from next/ops.cu). One launch replaces two or three per layer
+// and the intermediate tensors never go through memory; the results are
+// bit-identical to the separate kernels' (bnact_device_test.go).
+
+var _ kernels.FusedBN = (*Backend)(nil)
+
+// bnActKernels are the kernels the fused ops need; a PTX build older than
+// them lacks all three.
+var bnActKernels = []string{"bn_act_fwd_train", "bn_act_fwd_eval", "bn_act_bwd"}
+
+// hasBNAct reports whether the loaded PTX has every fused BN kernel.
+func (b *Backend) hasBNAct() bool {
+	for _, k := range bnActKernels {
+		if !b.mod.has(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// FusedBNAvailable reports whether models should use the fused ops: the
+// PTX has the kernels and RESNETLAB_BN_FUSE is not "0" (read at New).
+func (b *Backend) FusedBNAvailable() bool { return b.bnAct }
+
+// BatchNormActForward is BatchNormForward, Add(y, y, res) when res is not
+// nil, and ReLUForward(y, y) in one kernel.
+func (b *Backend) BatchNormActForward(y, x, res, gamma, beta, runMean, runVar, saveMean, saveInvStd *kernels.Tensor, training bool, momentum, eps float32) {
+	defer b.enter("BatchNormActForward", x, res)()
+	op := "BatchNormActForward"
+	b.owns(op, y, x, res, gamma, beta, runMean, runVar)
+	n, c, hw := bnDims(op, x)
+	needShape(op, "y", y, x.Shape...)
+	var rp uintptr
+	rdt := 0
+	if res != nil {
+		needShape(op, "res", res, x.Shape...)
+		rp, rdt = res.Dev, int(res.DType)
+	}
+	for _, t := range []*kernels.Tensor{gamma, beta, runMean, runVar} {
+		needShape(op, "parameter/statistic", t, c)
+	}
+	needF32(op, gamma, beta, runMean, runVar)
+	if x.Len() == 0 {
+		return
+	}
+	if !training {
+		b.args.reset().ptr(y.Dev).i32(int(y.DType)).ptr(x.Dev).i32(int(x.DType)).ptr(rp).i32(rdt).
+			ptr(gamma.Dev).ptr(beta.Dev).ptr(runMean.Dev).ptr(runVar.Dev).i32(n).i32(c).i32(hw).f32(eps)
+		b.launch("bn_act_fwd_eval", b.gridFor(x.Len()), 1, 1, 256)
+		return
+	}
+	b.owns(op, saveMean, saveInvStd)
+	needShape(op, "saveMean", saveMean, c)
+	needShape(op, "saveInvStd", saveInvStd, c)
+	needF32(op, saveMean, saveInvStd)
+	b.args.reset().ptr(y.Dev).i32(int(y.DType)).ptr(x.Dev).i32(int(x.DType)).ptr(rp).i32(rdt).
+		ptr(gamma.Dev).ptr(beta.Dev).ptr(runMean.Dev).ptr(runVar.Dev).ptr(saveMean.Dev).ptr(saveInvStd.Dev).
+		i32(n).i32(c).i32(hw).f32(momentum).f32(eps)
+	b.launch("bn_act_fwd_train", c, 1, 1, bnThreads(n*hw))
+}
+
+// BatchNormActBackward is ReLUBackward(ds, dy, y) then BatchNormBackward
+// in one kernel; ds (y's dtype) may be nil.
+func (b *Backend) BatchNormActBackward(dx, ds, dgamma, dbeta, dy, y, x, gamma, saveMean, saveInvStd *kernels.Tensor) {
+	defer b.enter("BatchNormActBackward", dy)()
+	op := "BatchNormActBackward"
+	b.owns(op, dx, ds, dgamma, dbeta, dy, y, x, gamma, saveMean, saveInvStd)
+	n, c, hw := bnDims(op, x)
+	needShape(op, "dy", dy, x.Shape...)
+	needShape(op, "y", y, x.Shape...)
+	if dx != nil {
+		needShape(op, "dx", dx, x.Shape...)
+	}
+	var dsp uintptr
+	if ds != nil {
+		needShape(op, "ds", ds, x.Shape...)
+		if ds.DType != y.DType {
+			panic(fmt.Sprintf("cuda: %s: ds %v must have y's dtype %s", op, ds, y.DType))
+		}
+		dsp = ds.Dev
+	}
+	for _, t := range []*kernels.Tensor{dgamma, dbeta, gamma, saveMean, saveInvStd} {
+		needShape(op, "parameter/statistic", t, c)
+	}
+	needF32(op, dgamma, dbeta, gamma, saveMean, saveInvStd)
+	if x.Len() == 0 {
+		return
+	}
+	var dxp uintptr
+	dxt := 0
+	if dx != nil {
+		dxp, dxt = dx.Dev, int(dx.DType)
+	}
+	b.args.reset().ptr(dxp).i32(dxt).ptr(dsp).ptr(dy.Dev).i32(int(dy.DType)).ptr(y.Dev).i32(int(y.DType)).
+		ptr(x.Dev).i32(int(x.DType)).ptr(gamma.Dev).ptr(saveMean.Dev).ptr(saveInvStd.Dev).
+		ptr(dgamma.Dev).ptr(dbeta.Dev).i32(n).i32(c).i32(hw)
+	b.launch("bn_act_bwd", c, 1, 1, bnThreads(n*hw))
+}
