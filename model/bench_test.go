@@ -14,13 +14,15 @@ import (
 func BenchmarkTrainStep(b *testing.B) {
 	for _, w := range []int{64, 16} {
 		b.Run(map[int]string{64: "width64", 16: "width16"}[w], func(b *testing.B) {
-			benchStep(b, w, 100)
+			benchStep(b, cpu.New(), w, 100)
 		})
 	}
+	// The same step with BN, add and ReLU as separate ops (the fused ones
+	// hidden), for the fusion's gain on the CPU.
+	b.Run("width16/separate-bn", func(b *testing.B) { benchStep(b, separateOps{cpu.New()}, 16, 100) })
 }
 
-func benchStep(b *testing.B, width, batch int) {
-	be := cpu.New()
+func benchStep(b *testing.B, be kernels.Backend, width, batch int) {
 	m := NewResNet18(be, Config{Width: width, InChannels: 3, NumClasses: 10, DType: kernels.F32, Seed: 1})
 	ce := NewCrossEntropy(be)
 	opt := NewAdam()
