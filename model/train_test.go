@@ -117,12 +117,33 @@ func (c *countingBackend) Free(t *kernels.Tensor) {
 // TestNoAllocationPerStep: after the first step, training steps allocate
 // nothing; a different (eval) batch size reallocates the activations and
 // going back reallocates once more, then steady state again.
+// The same holds with the fused BN+ReLU ops (countingFused) and without
+// (countingBackend hides them).
 func TestNoAllocationPerStep(t *testing.T) {
-	cb := &countingBackend{Backend: newBackend(t)}
-	tr := newTrainer(cb, smallConfig(4, 1))
+	for _, fused := range []bool{false, true} {
+		cb := &countingBackend{Backend: newBackend(t)}
+		var be kernels.Backend = cb
+		if fused {
+			be = countingFused{cb, kernels.FusedBNOf(cb.Backend)}
+		}
+		if (kernels.FusedBNOf(be) != nil) != fused {
+			t.Fatalf("fused %v: backend offers the fused ops: %v", fused, kernels.FusedBNOf(be) != nil)
+		}
+		noAllocationPerStep(t, be, cb)
+	}
+}
+
+// countingFused is a countingBackend that keeps the fused BN ops.
+type countingFused struct {
+	*countingBackend
+	kernels.FusedBN
+}
+
+func noAllocationPerStep(t *testing.T, be kernels.Backend, cb *countingBackend) {
+	tr := newTrainer(be, smallConfig(4, 1))
 	defer tr.free()
-	x, labels := batch(cb, 3, 4)
-	xe, _ := batch(cb, 4, 6)
+	x, labels := batch(be, 3, 4)
+	xe, _ := batch(be, 4, 6)
 	tr.step(x, labels, 1e-3)
 	expectAllocs := func(what string, f func(), want bool) {
 		t.Helper()
