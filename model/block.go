@@ -131,12 +131,7 @@ func (b *BasicBlock) Backward(dy *kernels.Tensor) *kernels.Tensor {
 	g = b.Relu1.Backward(g)
 	g = b.BN1.Backward(g)
 	g = b.Conv1.Backward(g)
-	short := ds
-	if b.DownConv != nil {
-		short = b.DownBN.Backward(ds)
-		short = b.DownConv.Backward(short)
-	}
-	b.be.Add(g, g, short)
+	b.be.Add(g, g, b.shortcutBackward(ds))
 	return g
 }
 
@@ -149,13 +144,17 @@ func (b *BasicBlock) backwardFused(dy *kernels.Tensor) *kernels.Tensor {
 	g = b.Conv2.Backward(g)
 	g, _ = b.BN1.BackwardAct(f, g, b.BN1.y, false)
 	g = b.Conv1.Backward(g)
-	short := ds
-	if b.DownConv != nil {
-		short = b.DownBN.Backward(ds)
-		short = b.DownConv.Backward(short)
-	}
-	b.be.Add(g, g, short)
+	b.be.Add(g, g, b.shortcutBackward(ds))
 	return g
+}
+
+// shortcutBackward is the gradient through the shortcut: ds itself, or
+// through the downsampling BN and 1x1 convolution.
+func (b *BasicBlock) shortcutBackward(ds *kernels.Tensor) *kernels.Tensor {
+	if b.DownConv == nil {
+		return ds
+	}
+	return b.DownConv.Backward(b.DownBN.Backward(ds))
 }
 
 func (b *BasicBlock) freeActs() {
