@@ -18,6 +18,10 @@ type PeerLog struct {
 	Path    string
 	Epochs  []EpochResult
 	Summary *PeerSummary // nil when the log was cut before the end
+	// Args is scripts/torch_peer_resume.py's first line ({"args": {"amp",
+	// "data", "epochs"}}): a log cut before its summary still says its
+	// precision and data set.
+	Args *PeerSummary
 	// Dataset is the data set's name: from the summary, or set by the
 	// caller for a log without one.
 	Dataset string
@@ -35,10 +39,11 @@ type PeerSummary struct {
 
 // peerLine holds either kind of line; pointers tell absent from zero.
 type peerLine struct {
-	Epoch   *int     `json:"epoch"`
-	Loss    float64  `json:"loss"`
-	TestAcc *float64 `json:"test_acc"`
-	Seconds float64  `json:"epoch_s"`
+	Epoch   *int         `json:"epoch"`
+	Loss    float64      `json:"loss"`
+	TestAcc *float64     `json:"test_acc"`
+	Seconds float64      `json:"epoch_s"`
+	Args    *PeerSummary `json:"args"`
 	PeerSummary
 }
 
@@ -92,6 +97,11 @@ func (p *PeerLog) addLine(line string) error {
 		s := l.PeerSummary
 		p.Summary = &s
 		p.Dataset = peerDataset(s.Data)
+	case l.Args != nil:
+		p.Args = l.Args
+		if p.Dataset == "" {
+			p.Dataset = peerDataset(l.Args.Data)
+		}
 	case l.Epoch != nil:
 		return p.addEpoch(l)
 	}
@@ -135,13 +145,22 @@ func (p *PeerLog) Row() ReportRow {
 		final = p.Epochs[n-1].TestAcc
 		row.WallSeconds = row.MeanEpochSeconds * float64(n)
 	}
+	if a := p.Args; a != nil { // a log cut short still knows what it ran
+		row.Precision, row.EpochsPlanned = peerPrecision(a.AMP), a.Epochs
+	}
 	if s := p.Summary; s != nil {
-		row.Precision, row.Status = "fp32", "done"
-		if s.AMP {
-			row.Precision = "fp16" // autocast + GradScaler, like torch_ddp_fp16
-		}
+		row.Precision, row.Status = peerPrecision(s.AMP), "done"
 		row.EpochsPlanned, final, row.WallSeconds = s.Epochs, s.FinalAcc, s.TotalSeconds
 	}
 	row.setAccuracy(final, 0)
 	return row
+}
+
+// peerPrecision names the peer's precision: --amp is autocast + GradScaler,
+// what torch_ddp_fp16 does.
+func peerPrecision(amp bool) string {
+	if amp {
+		return "fp16"
+	}
+	return "fp32"
 }

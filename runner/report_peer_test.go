@@ -110,3 +110,23 @@ func TestReportReadResultErrorsNameFile(t *testing.T) {
 		t.Errorf("error %v does not name both files", err)
 	}
 }
+
+// torch_peer_resume.py's first line names precision, data and planned
+// epochs, so a log cut before its summary (and resumed across calls) still
+// reports them.
+func TestReportPeerLogArgsLine(t *testing.T) {
+	log := `{"args": {"amp": true, "data": ".dev/fmnist", "epochs": 80, "seed": 0}}
+{"epoch": 1, "loss": 0.47, "test_acc": 0.83, "epoch_s": 23.0}
+{"resumed_from": 1}
+{"epoch": 2, "loss": 0.41, "test_acc": 0.81, "epoch_s": 6.0}
+`
+	p, err := ParsePeerLog("peer80_amp.log", strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := p.Row()
+	if row.Precision != "fp16" || row.Dataset != "fashion-mnist" || row.EpochsPlanned != 80 ||
+		row.EpochsDone != 2 || row.Status != "incomplete" {
+		t.Fatalf("row %+v, want fp16 fashion-mnist 2/80 incomplete", row)
+	}
+}

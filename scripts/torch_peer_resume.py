@@ -55,6 +55,7 @@ m = torchvision.models.resnet18(num_classes=10).to(dev)
 opt = torch.optim.Adam(m.parameters(), lr=1e-3)
 sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[20, 40, 60, 80], gamma=1 / 3)
 scaler = torch.amp.GradScaler(dev, enabled=a.amp)
+print(json.dumps({"args": {"amp": a.amp, "data": a.data, "epochs": a.epochs, "seed": a.seed}}), flush=True)  # resume: for reports of a cut log
 start, spent = 0, 0.0  # resume
 if a.ckpt and os.path.exists(a.ckpt):  # resume
     st = torch.load(a.ckpt, weights_only=False)  # resume
