@@ -309,3 +309,33 @@ func TestPlanGrid(t *testing.T) {
 		t.Fatalf("not concurrent: %+v", p)
 	}
 }
+
+// The race behind a ResumeFrom sent on RunFinished: the command can reach
+// the run's inbox before the scheduler learns that the job has ended. Once
+// it learns, leftovers are routed again: the ResumeFrom re-opens the run,
+// anything else is reported as ignored, nothing is lost or left waiting.
+func TestLeftoverResumeFromReopens(t *testing.T) {
+	s := tinySpec(t, "")
+	if _, err := collect(t, s, RunOptions{}, nil); err != nil { // writes the checkpoints
+		t.Fatal(err)
+	}
+	cells, _, err := s.Cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gridRun{spec: s, cells: cells}
+	if g.train, g.test, err = loadData(s); err != nil {
+		t.Fatal(err)
+	}
+	g.init()
+	g.queue, g.state[0] = nil, cellEnded // the job has ended; its inbox holds:
+	g.inbox[0] <- Pause{}
+	g.inbox[0] <- ResumeFrom{Epoch: 1}
+	g.rerouteLeftovers(context.Background(), 0)
+	if g.state[0] != cellQueued || len(g.queue) != 1 || g.queue[0] != 0 || g.resume[0] != 1 {
+		t.Fatalf("state %v queue %v resume %v: want the run queued to resume from epoch 1", g.state[0], g.queue, g.resume[0])
+	}
+	if len(g.inbox[0]) != 0 {
+		t.Fatalf("%d commands still wait in the inbox", len(g.inbox[0]))
+	}
+}

@@ -91,6 +91,7 @@ func (g *gridRun) loop(ctx context.Context, cmds <-chan Command) error {
 		case d := <-g.done:
 			g.running--
 			g.state[d.cell], g.errs[d.cell] = cellEnded, d.err
+			g.rerouteLeftovers(ctx, d.cell)
 		case c, ok := <-cmds:
 			if !ok {
 				cmds = nil // a nil channel never receives: the select waits for the runs
@@ -185,6 +186,21 @@ func (g *gridRun) route(ctx context.Context, c Command) {
 			return
 		}
 		g.logf(t.Run, "warn", "%s has finished: command %T ignored", t.Run, t.Cmd)
+	}
+}
+
+// rerouteLeftovers handles the commands that reached run i's inbox after
+// its job's last look at it. A front end reacts to RunFinished before the
+// job's goroutine reports here, so a ResumeFrom sent on that event lands in
+// the inbox of a job that has ended; routed again now that the run is
+// ended, it re-opens the run instead of being lost.
+func (g *gridRun) rerouteLeftovers(ctx context.Context, i int) {
+	var left []Command
+	for len(g.inbox[i]) > 0 {
+		left = append(left, <-g.inbox[i])
+	}
+	for _, c := range left {
+		g.route(ctx, To{Run: g.cells[i].ID, Cmd: c})
 	}
 }
 
