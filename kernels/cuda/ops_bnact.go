@@ -37,19 +37,12 @@ func (b *Backend) FusedBNAvailable() bool { return b.bnAct }
 func (b *Backend) BatchNormActForward(y, x, res, gamma, beta, runMean, runVar, saveMean, saveInvStd *kernels.Tensor, training bool, momentum, eps float32) {
 	defer b.enter("BatchNormActForward", x, res)()
 	op := "BatchNormActForward"
-	b.owns(op, y, x, res, gamma, beta, runMean, runVar)
-	n, c, hw := bnDims(op, x)
-	needShape(op, "y", y, x.Shape...)
-	var rp uintptr
-	rdt := 0
+	n, c, hw := b.checkBNForward(op, y, x, gamma, beta, runMean, runVar)
+	b.owns(op, res)
 	if res != nil {
 		needShape(op, "res", res, x.Shape...)
-		rp, rdt = res.Dev, int(res.DType)
 	}
-	for _, t := range []*kernels.Tensor{gamma, beta, runMean, runVar} {
-		needShape(op, "parameter/statistic", t, c)
-	}
-	needF32(op, gamma, beta, runMean, runVar)
+	rp, rdt := optional(res)
 	if x.Len() == 0 {
 		return
 	}
@@ -59,10 +52,7 @@ func (b *Backend) BatchNormActForward(y, x, res, gamma, beta, runMean, runVar, s
 		b.launch("bn_act_fwd_eval", b.gridFor(x.Len()), 1, 1, 256)
 		return
 	}
-	b.owns(op, saveMean, saveInvStd)
-	needShape(op, "saveMean", saveMean, c)
-	needShape(op, "saveInvStd", saveInvStd, c)
-	needF32(op, saveMean, saveInvStd)
+	b.checkBNSaved(op, saveMean, saveInvStd, c)
 	b.args.reset().ptr(y.Dev).i32(int(y.DType)).ptr(x.Dev).i32(int(x.DType)).ptr(rp).i32(rdt).
 		ptr(gamma.Dev).ptr(beta.Dev).ptr(runMean.Dev).ptr(runVar.Dev).ptr(saveMean.Dev).ptr(saveInvStd.Dev).
 		i32(n).i32(c).i32(hw).f32(momentum).f32(eps)
@@ -74,33 +64,20 @@ func (b *Backend) BatchNormActForward(y, x, res, gamma, beta, runMean, runVar, s
 func (b *Backend) BatchNormActBackward(dx, ds, dgamma, dbeta, dy, y, x, gamma, saveMean, saveInvStd *kernels.Tensor) {
 	defer b.enter("BatchNormActBackward", dy)()
 	op := "BatchNormActBackward"
-	b.owns(op, dx, ds, dgamma, dbeta, dy, y, x, gamma, saveMean, saveInvStd)
-	n, c, hw := bnDims(op, x)
-	needShape(op, "dy", dy, x.Shape...)
+	n, c, hw := b.checkBNBackward(op, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd)
+	b.owns(op, ds, y)
 	needShape(op, "y", y, x.Shape...)
-	if dx != nil {
-		needShape(op, "dx", dx, x.Shape...)
-	}
-	var dsp uintptr
 	if ds != nil {
 		needShape(op, "ds", ds, x.Shape...)
 		if ds.DType != y.DType {
 			panic(fmt.Sprintf("cuda: %s: ds %v must have y's dtype %s", op, ds, y.DType))
 		}
-		dsp = ds.Dev
 	}
-	for _, t := range []*kernels.Tensor{dgamma, dbeta, gamma, saveMean, saveInvStd} {
-		needShape(op, "parameter/statistic", t, c)
-	}
-	needF32(op, dgamma, dbeta, gamma, saveMean, saveInvStd)
 	if x.Len() == 0 {
 		return
 	}
-	var dxp uintptr
-	dxt := 0
-	if dx != nil {
-		dxp, dxt = dx.Dev, int(dx.DType)
-	}
+	dxp, dxt := optional(dx)
+	dsp, _ := optional(ds)
 	b.args.reset().ptr(dxp).i32(dxt).ptr(dsp).ptr(dy.Dev).i32(int(dy.DType)).ptr(y.Dev).i32(int(y.DType)).
 		ptr(x.Dev).i32(int(x.DType)).ptr(gamma.Dev).ptr(saveMean.Dev).ptr(saveInvStd.Dev).
 		ptr(dgamma.Dev).ptr(dbeta.Dev).i32(n).i32(c).i32(hw)

@@ -112,11 +112,7 @@ func (b *Backend) gemm(mode int, s convShape, a, c uintptr, out, bias *kernels.T
 	tps := ceilDiv(kt, splits)
 	splits = ceilDiv(kt, tps)
 	outLen := out.Len()
-	var biasPtr uintptr
-	bdt := 0
-	if bias != nil {
-		biasPtr, bdt = bias.Dev, int(bias.DType)
-	}
+	biasPtr, bdt := optional(bias)
 	kernel := b.convKernel(mode, prec, s, a, c)
 	if splits == 1 {
 		raw(b.args.reset(), &s).ptr(a).ptr(c).ptr(out.Dev).ptr(0).ptr(biasPtr).i32(bdt).i32(tps).i32(outLen)

@@ -22,12 +22,10 @@ func (b *Backend) SoftmaxCrossEntropy(loss, dlogits, logits, labels *kernels.Ten
 	if loss.Len() != 1 {
 		panic(fmt.Sprintf("cuda: %s: loss %v must hold one element", op, loss))
 	}
-	var dl uintptr
-	dlt := 0
 	if dlogits != nil {
 		needShape(op, "dlogits", dlogits, n, k)
-		dl, dlt = dlogits.Dev, int(dlogits.DType)
 	}
+	dl, dlt := optional(dlogits)
 	if n == 0 {
 		return
 	}

@@ -104,16 +104,56 @@ func bnThreads(m int) int {
 	return 128
 }
 
-func (b *Backend) BatchNormForward(y, x, gamma, beta, runMean, runVar, saveMean, saveInvStd *kernels.Tensor, training bool, momentum, eps float32) {
-	defer b.enter("BatchNormForward", x)()
-	op := "BatchNormForward"
+// checkBNForward checks a batch-norm forward's operands (the plain and the
+// fused op alike) and returns x's N, C and H*W.
+func (b *Backend) checkBNForward(op string, y, x, gamma, beta, runMean, runVar *kernels.Tensor) (n, c, hw int) {
 	b.owns(op, y, x, gamma, beta, runMean, runVar)
-	n, c, hw := bnDims(op, x)
+	n, c, hw = bnDims(op, x)
 	needShape(op, "y", y, x.Shape...)
 	for _, t := range []*kernels.Tensor{gamma, beta, runMean, runVar} {
 		needShape(op, "parameter/statistic", t, c)
 	}
 	needF32(op, gamma, beta, runMean, runVar)
+	return n, c, hw
+}
+
+// checkBNSaved checks the batch statistics a training forward saves.
+func (b *Backend) checkBNSaved(op string, saveMean, saveInvStd *kernels.Tensor, c int) {
+	b.owns(op, saveMean, saveInvStd)
+	needShape(op, "saveMean", saveMean, c)
+	needShape(op, "saveInvStd", saveInvStd, c)
+	needF32(op, saveMean, saveInvStd)
+}
+
+// checkBNBackward checks a batch-norm backward's operands (dx may be nil)
+// and returns x's N, C and H*W.
+func (b *Backend) checkBNBackward(op string, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd *kernels.Tensor) (n, c, hw int) {
+	b.owns(op, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd)
+	n, c, hw = bnDims(op, x)
+	needShape(op, "dy", dy, x.Shape...)
+	if dx != nil {
+		needShape(op, "dx", dx, x.Shape...)
+	}
+	for _, t := range []*kernels.Tensor{dgamma, dbeta, gamma, saveMean, saveInvStd} {
+		needShape(op, "parameter/statistic", t, c)
+	}
+	needF32(op, dgamma, dbeta, gamma, saveMean, saveInvStd)
+	return n, c, hw
+}
+
+// optional is an optional tensor's address and dtype code as a kernel
+// takes them: 0 and 0 for none.
+func optional(t *kernels.Tensor) (uintptr, int) {
+	if t == nil {
+		return 0, 0
+	}
+	return t.Dev, int(t.DType)
+}
+
+func (b *Backend) BatchNormForward(y, x, gamma, beta, runMean, runVar, saveMean, saveInvStd *kernels.Tensor, training bool, momentum, eps float32) {
+	defer b.enter("BatchNormForward", x)()
+	op := "BatchNormForward"
+	n, c, hw := b.checkBNForward(op, y, x, gamma, beta, runMean, runVar)
 	if x.Len() == 0 {
 		return
 	}
@@ -123,10 +163,7 @@ func (b *Backend) BatchNormForward(y, x, gamma, beta, runMean, runVar, saveMean,
 		b.launch("bn_fwd_eval", b.gridFor(x.Len()), 1, 1, 256)
 		return
 	}
-	b.owns(op, saveMean, saveInvStd)
-	needShape(op, "saveMean", saveMean, c)
-	needShape(op, "saveInvStd", saveInvStd, c)
-	needF32(op, saveMean, saveInvStd)
+	b.checkBNSaved(op, saveMean, saveInvStd, c)
 	b.args.reset().ptr(y.Dev).i32(int(y.DType)).ptr(x.Dev).i32(int(x.DType)).ptr(gamma.Dev).ptr(beta.Dev).
 		ptr(runMean.Dev).ptr(runVar.Dev).ptr(saveMean.Dev).ptr(saveInvStd.Dev).i32(n).i32(c).i32(hw).f32(momentum).f32(eps)
 	b.launch("bn_fwd_train", c, 1, 1, bnThreads(n*hw))
@@ -135,24 +172,11 @@ func (b *Backend) BatchNormForward(y, x, gamma, beta, runMean, runVar, saveMean,
 func (b *Backend) BatchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd *kernels.Tensor) {
 	defer b.enter("BatchNormBackward", dy)()
 	op := "BatchNormBackward"
-	b.owns(op, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd)
-	n, c, hw := bnDims(op, x)
-	needShape(op, "dy", dy, x.Shape...)
-	if dx != nil {
-		needShape(op, "dx", dx, x.Shape...)
-	}
-	for _, t := range []*kernels.Tensor{dgamma, dbeta, gamma, saveMean, saveInvStd} {
-		needShape(op, "parameter/statistic", t, c)
-	}
-	needF32(op, dgamma, dbeta, gamma, saveMean, saveInvStd)
+	n, c, hw := b.checkBNBackward(op, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd)
 	if x.Len() == 0 {
 		return
 	}
-	var dxp uintptr
-	dxt := 0
-	if dx != nil {
-		dxp, dxt = dx.Dev, int(dx.DType)
-	}
+	dxp, dxt := optional(dx)
 	b.args.reset().ptr(dxp).i32(dxt).ptr(dy.Dev).i32(int(dy.DType)).ptr(x.Dev).i32(int(x.DType)).ptr(gamma.Dev).
 		ptr(saveMean.Dev).ptr(saveInvStd.Dev).ptr(dgamma.Dev).ptr(dbeta.Dev).i32(n).i32(c).i32(hw)
 	b.launch("bn_bwd", c, 1, 1, bnThreads(n*hw))
