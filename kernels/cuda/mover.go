@@ -159,16 +159,21 @@ func (c *copier) finish(b *Backend, stage unsafe.Pointer, class int64, n int, ds
 	return m
 }
 
+// checkMove checks an asynchronous move of n values to or from t.
+func (b *Backend) checkMove(op string, t *kernels.Tensor, n int) {
+	b.owns(op, t)
+	b.noCapture(op)
+	if n != t.Len() {
+		panic(fmt.Sprintf("cuda: %s: %d values for %v", op, n, t))
+	}
+}
+
 // UploadAsync starts copying src into dst (rounded to dst's dtype) on the
 // copy stream; src may be reused on return.
 func (b *Backend) UploadAsync(dst *kernels.Tensor, src []float32) kernels.Move {
 	defer b.bind()()
-	b.owns("UploadAsync", dst)
-	b.noCapture("UploadAsync")
 	n := len(src)
-	if n != dst.Len() {
-		panic(fmt.Sprintf("cuda: UploadAsync: %d values for %v", n, dst))
-	}
+	b.checkMove("UploadAsync", dst, n)
 	if n == 0 {
 		return kernels.Completed
 	}
@@ -193,12 +198,8 @@ func (b *Backend) UploadAsync(dst *kernels.Tensor, src []float32) kernels.Move {
 // work issued so far is done; dst is filled when the move completes.
 func (b *Backend) DownloadAsync(src *kernels.Tensor, dst []float32) kernels.Move {
 	defer b.bind()()
-	b.owns("DownloadAsync", src)
-	b.noCapture("DownloadAsync")
 	n := len(dst)
-	if n != src.Len() {
-		panic(fmt.Sprintf("cuda: DownloadAsync: %d values for %v", n, src))
-	}
+	b.checkMove("DownloadAsync", src, n)
 	if n == 0 {
 		return kernels.Completed
 	}
