@@ -232,9 +232,6 @@ func (g *gridRun) reopen(ctx context.Context, i, e int) {
 		g.logf(id, "error", "%s not re-opened: no checkpoint of epoch %d in %q", id, e, dir)
 		return
 	}
-	for len(g.inbox[i]) > 0 { // commands sent to the old job, which has ended
-		<-g.inbox[i]
-	}
 	g.state[i], g.resume[i] = cellQueued, e
 	g.queue = append([]int{i}, g.queue...) // asked for now: next to start
 	g.emit(RunQueued{Info: g.infos[i]})
