@@ -394,43 +394,55 @@ stage_fp16() {
 	tar -C "$w" -czf "$OUT/fp16.tgz" ptx gen.log test.log profile_new.log profile_old.log bench_new.log
 }
 
-# Issue 3: batches built on the GPU from the resident data set versus on the
-# host. Same seed and recipe, so each pair of runs must end with the same
-# model file (bit for bit); the training epoch times measure the pipeline,
-# the wall time adds setup (the data set upload) and the test passes.
-# A subshell: the fp16 stage's PTX (the only one with augment_batch until
-# next/augment.cu is promoted) is used here without leaking into later stages.
-stage_batches() (
-	local on e=${BATCH_EPOCHS:-3} t0
-	step "device_batches = true vs false: torch_ddp fp32 and fp16, $e Fashion-MNIST epochs, one run at a time"
-	if [ -f /tmp/w/fp16/env ]; then
-		. /tmp/w/fp16/env
-		echo "batches: kernels from the fp16 stage (RESNETLAB_PTX_DIR=$RESNETLAB_PTX_DIR)"
-	else
-		echo "batches: no fp16 stage ran on this machine: the embedded PTX lacks augment_batch, so device_batches = true falls back to host batches (run stage fp16 first)"
-	fi
-	for on in true false; do
+# ab_runs NAME KEY ORDER EPOCHS TIMEOUT PLUGINS: the grid of PLUGINS (a TOML
+# array) for EPOCHS epochs with KEY = true and = false (specs NAME_true and
+# NAME_false, in ORDER); per run its epoch times, images/s, peak memory and
+# model sha256, and whether both settings gave the same model: they must,
+# KEY changes how the step is computed, not what.
+ab_runs() {
+	local name=$1 key=$2 order=$3 e=$4 limit=$5 plugins=$6 on t0
+	for on in $order; do
 		t0=$(date +%s%N)
-		timeout 200 "$B" run --headless "$(spec "batches_$on" "$e" "device_batches = $on" '[grid]' \
-			'plugin = ["torch_ddp", "torch_ddp_fp16"]')" | grep -E "batches built|error|FAIL" | sort -u
-		echo "device_batches = $on: wall $((($(date +%s%N) - t0) / 1000000)) ms for both runs"
+		timeout "$limit" "$B" run --headless "$(spec "${name}_$on" "$e" "$key = $on" '[grid]' "plugin = $plugins")" |
+			grep -E "batches built|$key|error|FAIL" | sort -u
+		echo "$key = $on: wall $((($(date +%s%N) - t0) / 1000000)) ms for all runs"
 	done
-	python3 - <<'EOF'
-import glob, json
+	python3 - "$name" "$key" <<'EOF'
+import glob, json, sys
+name, key = sys.argv[1], sys.argv[2]
 res = {}
-for f in sorted(glob.glob("/tmp/w/results/batches_*.json")):
+for f in sorted(glob.glob(f"/tmp/w/results/{name}_*.json")):
     r = json.load(open(f))
-    on = f.split("batches_")[1].split("-")[0]
+    on = f.split(f"{name}_")[1].split("-")[0]
     secs = [e["seconds"] for e in r["per_epoch"]]
     res[(r["run"], on)] = r
-    print(f"{r['run']:24} device_batches={on:5} epochs(s) {' '.join(f'{s:.2f}' for s in secs)} "
+    print(f"{r['run']:24} {key}={on:5} epochs(s) {' '.join(f'{s:.2f}' for s in secs)} "
           f"img/s {r['images_per_second']:.0f} peak {max(r['peak_device_bytes_per_rank'])/2**20:.1f} MiB "
           f"acc {r.get('final_test_acc') or 0:.4f} sha {r['model_sha256'][:16]}")
 for run in sorted({k[0] for k in res}):
     a, b = res.get((run, "true")), res.get((run, "false"))
     if a and b:
-        print(f"{run}: model {'SAME' if a['model_sha256'] == b['model_sha256'] else 'DIFFERS'} with device and host batches")
+        print(f"{run}: model {'SAME' if a['model_sha256'] == b['model_sha256'] else 'DIFFERS'} with {key} true and false, "
+              f"img/s x{a['images_per_second'] / b['images_per_second']:.2f}")
 EOF
+}
+
+# Issue 3: batches built on the GPU from the resident data set versus on the
+# host. Same seed and recipe, so each pair of runs must end with the same
+# model file (bit for bit); the training epoch times measure the pipeline,
+# the wall time adds setup (the data set upload) and the test passes.
+# A subshell: the fp16 stage's PTX, when it ran here, is used without leaking
+# into later stages.
+stage_batches() (
+	local e=${BATCH_EPOCHS:-3}
+	step "device_batches = true vs false: torch_ddp fp32 and fp16, $e Fashion-MNIST epochs, one run at a time"
+	if [ -f /tmp/w/fp16/env ]; then
+		. /tmp/w/fp16/env
+		echo "batches: kernels from the fp16 stage (RESNETLAB_PTX_DIR=$RESNETLAB_PTX_DIR)"
+	else
+		echo "batches: the embedded kernels"
+	fi
+	ab_runs batches device_batches "true false" "$e" 200 '["torch_ddp", "torch_ddp_fp16"]'
 )
 
 # Issue 3: 20 steps of the full model on the CPU backend and on the GPU from
@@ -446,35 +458,14 @@ stage_backends() {
 # must end with the same model (bit for bit). A subshell, as stage_batches:
 # the fp16 stage's PTX when it ran here.
 stage_graphs() (
-	local on e=${GRAPH_EPOCHS:-2} t0 p
+	local e=${GRAPH_EPOCHS:-2} p
 	step "cuda_graphs: bench eager vs graph, device test, $e Fashion-MNIST epochs with cuda_graphs = true vs false"
 	[ -f /tmp/w/fp16/env ] && . /tmp/w/fp16/env && echo "graphs: kernels from the fp16 stage"
 	for p in torch_ddp low_level_zero; do
 		timeout 120 "$B" bench --device cuda --plugin $p --steps 200 --warmup 20 --precision fp32,fp16 --graphs
 	done
 	timeout 200 .dev/runner.test -test.run CUDAGraphsOnGPU -test.v
-	for on in false true; do
-		t0=$(date +%s%N)
-		timeout 300 "$B" run --headless "$(spec "graphs_$on" "$e" "cuda_graphs = $on" '[grid]' \
-			'plugin = ["torch_ddp", "torch_ddp_fp16", "low_level_zero"]')" | grep -E "cuda_graphs|error|FAIL" | sort -u
-		echo "cuda_graphs = $on: wall $((($(date +%s%N) - t0) / 1000000)) ms for the three runs"
-	done
-	python3 - <<'EOF'
-import glob, json
-res = {}
-for f in sorted(glob.glob("/tmp/w/results/graphs_*.json")):
-    r = json.load(open(f))
-    on = f.split("graphs_")[1].split("-")[0]
-    secs = [e["seconds"] for e in r["per_epoch"]]
-    res[(r["run"], on)] = r
-    print(f"{r['run']:24} cuda_graphs={on:5} epochs(s) {' '.join(f'{s:.2f}' for s in secs)} "
-          f"img/s {r['images_per_second']:.0f} acc {r.get('final_test_acc') or 0:.4f} sha {r['model_sha256'][:16]}")
-for run in sorted({k[0] for k in res}):
-    a, b = res.get((run, "true")), res.get((run, "false"))
-    if a and b:
-        print(f"{run}: model {'SAME' if a['model_sha256'] == b['model_sha256'] else 'DIFFERS'} with and without graphs, "
-              f"img/s x{a['images_per_second'] / b['images_per_second']:.2f}")
-EOF
+	ab_runs graphs cuda_graphs "false true" "$e" 300 '["torch_ddp", "torch_ddp_fp16", "low_level_zero"]'
 )
 
 # Issue 8 (needs a kind of 2+ GPUs): every plugin with 1 rank and with one
