@@ -33,15 +33,6 @@ func (m *memoryPane) Update(ev runner.Event) {
 	}
 }
 
-// peakDevice is the largest device peak over all ranks.
-func (m *memoryPane) peakDevice() int64 {
-	var p int64
-	for _, u := range m.ranks {
-		p = max(p, u.DevicePeak, total(u.Device))
-	}
-	return p
-}
-
 func total(c [6]int64) int64 {
 	var t int64
 	for _, b := range c {
