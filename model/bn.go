@@ -55,10 +55,19 @@ func (b *BatchNorm2d) setHooks(s *hookSlot) { b.hooks = s }
 // Forward normalises with batch statistics (train, updating the running
 // ones) or with the running statistics (eval).
 func (b *BatchNorm2d) Forward(x *kernels.Tensor, train bool) *kernels.Tensor {
+	return b.forward(x, train, func(y *kernels.Tensor) {
+		b.be.BatchNormForward(y, x, b.Gamma.W, b.Beta.W, b.RunMean.T, b.RunVar.T,
+			b.saveMean, b.saveInvStd, train, BNMomentum, BNEps)
+	})
+}
+
+// forward is the bookkeeping around a forward op (plain or fused) that
+// writes this layer's output y: hooks, the output buffer, the batch count
+// and the saved input.
+func (b *BatchNorm2d) forward(x *kernels.Tensor, train bool, op func(y *kernels.Tensor)) *kernels.Tensor {
 	b.hooks.preF(b)
 	y := ensureLike(b.be, &b.y, x)
-	b.be.BatchNormForward(y, x, b.Gamma.W, b.Beta.W, b.RunMean.T, b.RunVar.T,
-		b.saveMean, b.saveInvStd, train, BNMomentum, BNEps)
+	op(y)
 	if train {
 		b.NumBatchesTracked++
 	}
@@ -81,16 +90,10 @@ func (b *BatchNorm2d) Backward(dy *kernels.Tensor) *kernels.Tensor {
 // relu(bn(x) + res), bit-identical to the separate ops. The result is this
 // layer's output buffer.
 func (b *BatchNorm2d) ForwardAct(f kernels.FusedBN, x, res *kernels.Tensor, train bool) *kernels.Tensor {
-	b.hooks.preF(b)
-	y := ensureLike(b.be, &b.y, x)
-	f.BatchNormActForward(y, x, res, b.Gamma.W, b.Beta.W, b.RunMean.T, b.RunVar.T,
-		b.saveMean, b.saveInvStd, train, BNMomentum, BNEps)
-	if train {
-		b.NumBatchesTracked++
-	}
-	b.x = x
-	b.hooks.postF(b)
-	return y
+	return b.forward(x, train, func(y *kernels.Tensor) {
+		f.BatchNormActForward(y, x, res, b.Gamma.W, b.Beta.W, b.RunMean.T, b.RunVar.T,
+			b.saveMean, b.saveInvStd, train, BNMomentum, BNEps)
+	})
 }
 
 // BackwardAct is the backward of the ReLU whose output was y (a ForwardAct
