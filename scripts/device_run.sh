@@ -95,7 +95,9 @@ for f in sorted(glob.glob(f"/tmp/w/results/{sys.argv[1]}-*.json")):
 EOF
 }
 
-stage_bench() {
+# A subshell, as stage_graphs: the fp16 stage's PTX when it ran here.
+stage_bench() (
+	[ -f /tmp/w/fp16/env ] && . /tmp/w/fp16/env && echo "bench: kernels from the fp16 stage"
 	step "machine"
 	nvidia-smi -L
 	nproc
@@ -105,7 +107,7 @@ stage_bench() {
 	step "PyTorch peer, synthetic data, 1 epoch (speed)"
 	timeout 120 python3 .dev/torch_peer.py --data synthetic --epochs 1
 	timeout 120 python3 .dev/torch_peer.py --data synthetic --epochs 1 --amp
-}
+)
 
 stage_quick() {
 	step "every plugin, 1 Fashion-MNIST epoch, one after another"
@@ -240,7 +242,7 @@ stage_table80() {
 			$([ $p = amp ] && echo --amp) --ckpt /tmp/w/peer80_$p.pt >>/tmp/w/peer80_$p.log 2>&1 &
 		pids+=($!)
 	done
-	for p in torch_ddp torch_ddp_fp16 low_level_zero gemini; do
+	for p in ${T80_PLUGINS:-torch_ddp torch_ddp_fp16 low_level_zero gemini}; do
 		t80_run $p &
 		pids+=($!)
 	done
@@ -252,6 +254,32 @@ stage_table80() {
 		echo "--- $p"
 		tail -n 2 "$p"
 	done
+}
+
+# t80bg: stage table80 in a new process session (setsid), so it outlives
+# this call and trains while later calls run other stages or wait; its own
+# log is /tmp/w/t80bg.log. The machine must stay warm (a call at least every
+# 30 s) or the runs and their checkpoints are lost.
+stage_t80bg() {
+	step "table80 in the background (deadline ${T80_DEADLINE:-540} s): /tmp/w/t80bg.log"
+	OUT=/tmp/w/t80out setsid bash "$0" table80 >/dev/null 2>&1 </dev/null &
+	sleep 2
+	pgrep -f 'device_run.sh table80' >/dev/null && echo "t80bg: started" || echo "t80bg: did not start"
+}
+
+# t80wait: wait for the background table80 (up to T80_WAIT seconds, default
+# 500), printing each run's last line every minute.
+stage_t80wait() {
+	local end=$((SECONDS + ${T80_WAIT:-500}))
+	step "waiting for the background table80 (up to ${T80_WAIT:-500} s)"
+	while pgrep -f 'device_run.sh table80' >/dev/null && [ $SECONDS -lt $end ]; do
+		sleep 60
+		date +%T
+		for f in /tmp/w/t80_*.log /tmp/w/peer80_*.log; do
+			printf '%s: %s\n' "$(basename "$f")" "$(grep -E 'epoch|"epoch"' "$f" | tail -n 1 | cut -c1-150)"
+		done
+	done
+	pgrep -f 'device_run.sh table80' >/dev/null && echo "t80wait: still running" || echo "t80wait: table80 ended"
 }
 
 # commtable SPEC...: step time of each run of the given specs (1 epoch).
@@ -337,6 +365,11 @@ stage_fp16() {
 	grep -E "^==|error" "$w/gen.log" | head -20
 	for f in "$w"/orig/*.cu; do
 		n=$(basename "$f" .cu)
+		if [ ! -s "$w/ptx/$n.ptx" ] && [ -f ".dev/next_alt/$n.cu" ]; then
+			echo "fp16: staged $n.cu did not compile: trying .dev/next_alt/$n.cu"
+			cp ".dev/next_alt/$n.cu" "kernels/cuda/src/$n.cu"
+			timeout 100 bash kernels/cuda/gen.sh "$w/ptx" >>"$w/gen.log" 2>&1
+		fi
 		if [ ! -s "$w/ptx/$n.ptx" ]; then
 			echo "fp16: staged $n.cu did not compile: back to the committed source"
 			cp "$f" "kernels/cuda/src/$n.cu"

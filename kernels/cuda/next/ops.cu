@@ -153,90 +153,14 @@ __device__ float blockSum(float v, float* sh) {
   return t;
 }
 
-// bn_fwd_train: one block per channel c. Two-pass mean/variance (no
-// cancellation), normalise, and update the running statistics.
-extern "C" __global__ void bn_fwd_train(void* y, int ydt, const void* x, int xdt, const float* gamma,
-                                        const float* beta, float* runMean, float* runVar, float* saveMean,
-                                        float* saveInv, int N, int C, int HW, float mom, float eps) {
-  __shared__ float sh[32];
-  const int c = blockIdx.x;
-  const i64 M = (i64)N * HW;
-  float s = 0.f;
-  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
-    i64 n = j / HW;
-    s += ld(x, xdt, (n * C + c) * HW + (j - n * HW));
-  }
-  const float mean = blockSum(s, sh) / (float)M;
-  float q = 0.f;
-  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
-    i64 n = j / HW;
-    float d = ld(x, xdt, (n * C + c) * HW + (j - n * HW)) - mean;
-    q += d * d;
-  }
-  const float var = blockSum(q, sh) / (float)M;
-  const float inv = 1.f / sqrtf(var + eps);
-  const float a = gamma[c] * inv, b = beta[c];
-  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
-    i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
-    st(y, ydt, k, (ld(x, xdt, k) - mean) * a + b);
-  }
-  if (threadIdx.x == 0) {
-    saveMean[c] = mean;
-    saveInv[c] = inv;
-    float unb = M > 1 ? var * (float)M / (float)(M - 1) : var;
-    runMean[c] = (1.f - mom) * runMean[c] + mom * mean;
-    runVar[c] = (1.f - mom) * runVar[c] + mom * unb;
-  }
-}
-
-extern "C" __global__ void bn_fwd_eval(void* y, int ydt, const void* x, int xdt, const float* gamma,
-                                       const float* beta, const float* runMean, const float* runVar, int N, int C,
-                                       int HW, float eps) {
-  i64 n = (i64)N * C * HW;
-  GRID_LOOP(i, n) {
-    int c = (int)((i / HW) % C);
-    float a = gamma[c] * (1.f / sqrtf(runVar[c] + eps));
-    st(y, ydt, i, (ld(x, xdt, i) - runMean[c]) * a + beta[c]);
-  }
-}
-
-// bn_bwd: one block per channel. dbeta = sum dy, dgamma = sum dy*xhat,
-// dx = gamma*inv * (dy - dbeta/M - xhat*dgamma/M). dx may be null.
-extern "C" __global__ void bn_bwd(void* dx, int dxdt, const void* dy, int dydt, const void* x, int xdt,
-                                  const float* gamma, const float* saveMean, const float* saveInv, float* dgamma,
-                                  float* dbeta, int N, int C, int HW) {
-  __shared__ float sh[32];
-  const int c = blockIdx.x;
-  const i64 M = (i64)N * HW;
-  const float mean = saveMean[c], inv = saveInv[c];
-  float sdy = 0.f, sdyx = 0.f;
-  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
-    i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
-    float d = ld(dy, dydt, k);
-    sdy += d;
-    sdyx += d * (ld(x, xdt, k) - mean);
-  }
-  const float db = blockSum(sdy, sh);
-  const float dg = blockSum(sdyx, sh) * inv;
-  if (threadIdx.x == 0) {
-    dgamma[c] = dg;
-    dbeta[c] = db;
-  }
-  if (dx == nullptr) return;
-  const float k1 = gamma[c] * inv, mdb = db / (float)M, mdg = dg / (float)M;
-  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
-    i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
-    float xh = (ld(x, xdt, k) - mean) * inv;
-    st(dx, dxdt, k, k1 * (ld(dy, dydt, k) - mdb - xh * mdg));
-  }
-}
-
-// ---- Fused batch norm + (residual add +) ReLU (kernels.FusedBN) ----
-// Each kernel is its separate kernels run back to back on one element: the
-// same expressions in the same order (so the same FMA contractions), with
-// every store of the separate path replaced by the rounding that store
-// and the next load would do (rnd). Their results are bit-identical to
-// bn_fwd_* then add then relu_fwd, and to relu_bwd then bn_bwd.
+// ---- Batch norm, alone and fused with (residual add +) ReLU ----
+// Each kernel below is an instance of one template body; act = true is the
+// fused form (kernels.FusedBN): batch norm, then add, then relu_fwd on each
+// element, with every store of the separate path replaced by the rounding
+// that store and the next load would do (rnd). The expressions and their
+// order are those of the separate kernels (so the same FMA contractions):
+// the fused results are bit-identical to bn_fwd_* then add then relu_fwd,
+// and to relu_bwd then bn_bwd.
 
 // rnd rounds v to dtype dt exactly as st then ld would.
 __device__ __forceinline__ float rnd(int dt, float v) {
@@ -259,12 +183,13 @@ __device__ __forceinline__ float reluGrad(const void* dy, int dydt, const void* 
   return rnd(ydt, ld(y, ydt, k) > 0.f ? ld(dy, dydt, k) : 0.f);
 }
 
-// bn_act_fwd_train is bn_fwd_train with bnActOut on each stored value.
-extern "C" __global__ void bn_act_fwd_train(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
-                                            const float* gamma, const float* beta, float* runMean, float* runVar,
-                                            float* saveMean, float* saveInv, int N, int C, int HW, float mom,
-                                            float eps) {
-  __shared__ float sh[32];
+// bnFwdTrain: one block per channel c. Two-pass mean/variance (no
+// cancellation), normalise, and update the running statistics.
+template <bool act>
+__device__ __forceinline__ void bnFwdTrain(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
+                                           const float* gamma, const float* beta, float* runMean, float* runVar,
+                                           float* saveMean, float* saveInv, int N, int C, int HW, float mom,
+                                           float eps, float* sh) {
   const int c = blockIdx.x;
   const i64 M = (i64)N * HW;
   float s = 0.f;
@@ -284,7 +209,8 @@ extern "C" __global__ void bn_act_fwd_train(void* y, int ydt, const void* x, int
   const float a = gamma[c] * inv, b = beta[c];
   for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
     i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
-    st(y, ydt, k, bnActOut((ld(x, xdt, k) - mean) * a + b, ydt, res, rdt, k));
+    float v = (ld(x, xdt, k) - mean) * a + b;
+    st(y, ydt, k, act ? bnActOut(v, ydt, res, rdt, k) : v);
   }
   if (threadIdx.x == 0) {
     saveMean[c] = mean;
@@ -295,33 +221,66 @@ extern "C" __global__ void bn_act_fwd_train(void* y, int ydt, const void* x, int
   }
 }
 
-// bn_act_fwd_eval is bn_fwd_eval with bnActOut on each stored value.
-extern "C" __global__ void bn_act_fwd_eval(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
-                                           const float* gamma, const float* beta, const float* runMean,
-                                           const float* runVar, int N, int C, int HW, float eps) {
+extern "C" __global__ void bn_fwd_train(void* y, int ydt, const void* x, int xdt, const float* gamma,
+                                        const float* beta, float* runMean, float* runVar, float* saveMean,
+                                        float* saveInv, int N, int C, int HW, float mom, float eps) {
+  __shared__ float sh[32];
+  bnFwdTrain<false>(y, ydt, x, xdt, nullptr, 0, gamma, beta, runMean, runVar, saveMean, saveInv, N, C, HW, mom,
+                    eps, sh);
+}
+
+extern "C" __global__ void bn_act_fwd_train(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
+                                            const float* gamma, const float* beta, float* runMean, float* runVar,
+                                            float* saveMean, float* saveInv, int N, int C, int HW, float mom,
+                                            float eps) {
+  __shared__ float sh[32];
+  bnFwdTrain<true>(y, ydt, x, xdt, res, rdt, gamma, beta, runMean, runVar, saveMean, saveInv, N, C, HW, mom, eps,
+                   sh);
+}
+
+template <bool act>
+__device__ __forceinline__ void bnFwdEval(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
+                                          const float* gamma, const float* beta, const float* runMean,
+                                          const float* runVar, int N, int C, int HW, float eps) {
   i64 n = (i64)N * C * HW;
   GRID_LOOP(i, n) {
     int c = (int)((i / HW) % C);
     float a = gamma[c] * (1.f / sqrtf(runVar[c] + eps));
-    st(y, ydt, i, bnActOut((ld(x, xdt, i) - runMean[c]) * a + beta[c], ydt, res, rdt, i));
+    float v = (ld(x, xdt, i) - runMean[c]) * a + beta[c];
+    st(y, ydt, i, act ? bnActOut(v, ydt, res, rdt, i) : v);
   }
 }
 
-// bn_act_bwd is relu_bwd (mask of the fused output y; the masked gradient
-// is stored to ds, y's dtype, when ds is not null) then bn_bwd on it. The
-// second pass reads ds back where it was written (the same values).
-extern "C" __global__ void bn_act_bwd(void* dx, int dxdt, void* ds, const void* dy, int dydt, const void* y, int ydt,
-                                      const void* x, int xdt, const float* gamma, const float* saveMean,
-                                      const float* saveInv, float* dgamma, float* dbeta, int N, int C, int HW) {
-  __shared__ float sh[32];
+extern "C" __global__ void bn_fwd_eval(void* y, int ydt, const void* x, int xdt, const float* gamma,
+                                       const float* beta, const float* runMean, const float* runVar, int N, int C,
+                                       int HW, float eps) {
+  bnFwdEval<false>(y, ydt, x, xdt, nullptr, 0, gamma, beta, runMean, runVar, N, C, HW, eps);
+}
+
+extern "C" __global__ void bn_act_fwd_eval(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
+                                           const float* gamma, const float* beta, const float* runMean,
+                                           const float* runVar, int N, int C, int HW, float eps) {
+  bnFwdEval<true>(y, ydt, x, xdt, res, rdt, gamma, beta, runMean, runVar, N, C, HW, eps);
+}
+
+// bnBwd: one block per channel. dbeta = sum dy, dgamma = sum dy*xhat,
+// dx = gamma*inv * (dy - dbeta/M - xhat*dgamma/M). dx may be null. With
+// act, dy is first masked by relu_bwd on the fused output y; the masked
+// gradient is stored to ds (y's dtype) when ds is not null, and the second
+// pass reads it back where it was written (the same values).
+template <bool act>
+__device__ __forceinline__ void bnBwd(void* dx, int dxdt, void* ds, const void* dy, int dydt, const void* y,
+                                      int ydt, const void* x, int xdt, const float* gamma, const float* saveMean,
+                                      const float* saveInv, float* dgamma, float* dbeta, int N, int C, int HW,
+                                      float* sh) {
   const int c = blockIdx.x;
   const i64 M = (i64)N * HW;
   const float mean = saveMean[c], inv = saveInv[c];
   float sdy = 0.f, sdyx = 0.f;
   for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
     i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
-    float d = reluGrad(dy, dydt, y, ydt, k);
-    if (ds != nullptr) st(ds, ydt, k, d);
+    float d = act ? reluGrad(dy, dydt, y, ydt, k) : ld(dy, dydt, k);
+    if (act && ds != nullptr) st(ds, ydt, k, d);
     sdy += d;
     sdyx += d * (ld(x, xdt, k) - mean);
   }
@@ -336,9 +295,24 @@ extern "C" __global__ void bn_act_bwd(void* dx, int dxdt, void* ds, const void* 
   for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
     i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
     float xh = (ld(x, xdt, k) - mean) * inv;
-    float d = ds != nullptr ? ld(ds, ydt, k) : reluGrad(dy, dydt, y, ydt, k);
+    float d = !act ? ld(dy, dydt, k) : ds != nullptr ? ld(ds, ydt, k) : reluGrad(dy, dydt, y, ydt, k);
     st(dx, dxdt, k, k1 * (d - mdb - xh * mdg));
   }
+}
+
+extern "C" __global__ void bn_bwd(void* dx, int dxdt, const void* dy, int dydt, const void* x, int xdt,
+                                  const float* gamma, const float* saveMean, const float* saveInv, float* dgamma,
+                                  float* dbeta, int N, int C, int HW) {
+  __shared__ float sh[32];
+  bnBwd<false>(dx, dxdt, nullptr, dy, dydt, nullptr, 0, x, xdt, gamma, saveMean, saveInv, dgamma, dbeta, N, C, HW,
+               sh);
+}
+
+extern "C" __global__ void bn_act_bwd(void* dx, int dxdt, void* ds, const void* dy, int dydt, const void* y, int ydt,
+                                      const void* x, int xdt, const float* gamma, const float* saveMean,
+                                      const float* saveInv, float* dgamma, float* dbeta, int N, int C, int HW) {
+  __shared__ float sh[32];
+  bnBwd<true>(dx, dxdt, ds, dy, dydt, y, ydt, x, xdt, gamma, saveMean, saveInv, dgamma, dbeta, N, C, HW, sh);
 }
 
 // softmax_ce: one block; warp w handles rows w, w+nw, ...; the loss is the
@@ -427,24 +401,31 @@ struct AdamHP {
   float lr, b1, b2, eps, wd, bc1, bc2, gscale;
 };
 
-// adam: AdamW with bias correction in the CPU backend's arithmetic:
-// g *= gscale; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
-// p -= lr * ((m/bc1)/(sqrt(v/bc2)+eps) + wd*p).
+// adamElem: AdamW with bias correction in the CPU backend's arithmetic on
+// element i: g *= gscale; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
+// p -= lr * ((m/bc1)/(sqrt(v/bc2)+eps) + wd*p). Returns the new p before
+// it is rounded to pdt.
+__device__ __forceinline__ float adamElem(void* p, int pdt, const void* g, int gdt, void* m, int mdt, void* v,
+                                          int vdt, i64 i, const AdamHP& hp) {
+  float gi = ld(g, gdt, i) * hp.gscale;
+  float mi = hp.b1 * ld(m, mdt, i) + (1.f - hp.b1) * gi;
+  float vi = hp.b2 * ld(v, vdt, i) + (1.f - hp.b2) * gi * gi;
+  st(m, mdt, i, mi);
+  st(v, vdt, i, vi);
+  float pi = ld(p, pdt, i);
+  float update = (mi / hp.bc1) / (sqrtf(vi / hp.bc2) + hp.eps) + hp.wd * pi;
+  float np = pi - hp.lr * update;
+  st(p, pdt, i, np);
+  return np;
+}
+
 extern "C" __global__ void adam(const AdamEntry* tab, int ntab, AdamHP hp) {
   const int t = findTensor(tab, ntab, blockIdx.x);
   const AdamEntry e = tab[t];
   const i64 start = (i64)(blockIdx.x - e.blockStart) * CHUNK;
   const i64 end = min(e.n, start + CHUNK);
-  for (i64 i = start + threadIdx.x; i < end; i += blockDim.x) {
-    float g = ld(e.g, e.gdt, i) * hp.gscale;
-    float m = hp.b1 * ld(e.m, e.mdt, i) + (1.f - hp.b1) * g;
-    float v = hp.b2 * ld(e.v, e.vdt, i) + (1.f - hp.b2) * g * g;
-    st(e.m, e.mdt, i, m);
-    st(e.v, e.vdt, i, v);
-    float p = ld(e.p, e.pdt, i);
-    float update = (m / hp.bc1) / (sqrtf(v / hp.bc2) + hp.eps) + hp.wd * p;
-    st(e.p, e.pdt, i, p - hp.lr * update);
-  }
+  for (i64 i = start + threadIdx.x; i < end; i += blockDim.x)
+    adamElem(e.p, e.pdt, e.g, e.gdt, e.m, e.mdt, e.v, e.vdt, i, hp);
 }
 
 struct AdamCopyEntry {
@@ -458,25 +439,17 @@ struct AdamCopyEntry {
   int pdt, gdt, mdt, vdt, cdt;
 };
 
-// adam_copy is adam (same arithmetic, statement for statement) that also
-// writes each updated parameter, as stored, rounded to cdt into c (skipped
-// where c is null): the fp16/bf16 model weights of mixed precision in the
-// same pass, instead of one convert launch per tensor afterwards.
+// adam_copy is adam that also writes each updated parameter, as stored,
+// rounded to cdt into c (skipped where c is null): the fp16/bf16 model
+// weights of mixed precision in the same pass, instead of one convert
+// launch per tensor afterwards.
 extern "C" __global__ void adam_copy(const AdamCopyEntry* tab, int ntab, AdamHP hp) {
   const int t = findTensor(tab, ntab, blockIdx.x);
   const AdamCopyEntry e = tab[t];
   const i64 start = (i64)(blockIdx.x - e.blockStart) * CHUNK;
   const i64 end = min(e.n, start + CHUNK);
   for (i64 i = start + threadIdx.x; i < end; i += blockDim.x) {
-    float g = ld(e.g, e.gdt, i) * hp.gscale;
-    float m = hp.b1 * ld(e.m, e.mdt, i) + (1.f - hp.b1) * g;
-    float v = hp.b2 * ld(e.v, e.vdt, i) + (1.f - hp.b2) * g * g;
-    st(e.m, e.mdt, i, m);
-    st(e.v, e.vdt, i, v);
-    float p = ld(e.p, e.pdt, i);
-    float update = (m / hp.bc1) / (sqrtf(v / hp.bc2) + hp.eps) + hp.wd * p;
-    float np = p - hp.lr * update;
-    st(e.p, e.pdt, i, np);
+    float np = adamElem(e.p, e.pdt, e.g, e.gdt, e.m, e.mdt, e.v, e.vdt, i, hp);
     if (e.c != nullptr) st(e.c, e.cdt, i, e.pdt == 0 ? np : ld(e.p, e.pdt, i));
   }
 }
