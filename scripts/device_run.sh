@@ -357,6 +357,7 @@ stage_fp16() {
 	echo "export RESNETLAB_PTX_DIR=$w/ptx" >"$w/env"
 	step "fp16: PTX (kernels/cuda/src + next)"
 	for f in kernels/cuda/next/*.cu; do
+		[ -f "$f" ] || continue # nothing staged: PTX of src/ as committed
 		n=$(basename "$f")
 		cp "kernels/cuda/src/$n" "$w/orig/$n" 2>/dev/null
 		cp "$f" "kernels/cuda/src/$n"

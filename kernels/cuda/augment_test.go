@@ -34,13 +34,12 @@ func randomCrops(rng *rand.Rand, k, n int) []kernels.Crop {
 	return cs
 }
 
-// skipWithoutAugment skips where the loaded PTX predates augment.cu (it is
-// staged in next/ until a device run generates its PTX: devrun.sh and the
-// embedded PTX lack it, only device_run.sh's fp16 stage builds it).
+// skipWithoutAugment skips where the loaded PTX predates augment.cu (a
+// RESNETLAB_PTX_DIR build older than it; the embedded PTX has it).
 func skipWithoutAugment(tb testing.TB, b *Backend) {
 	tb.Helper()
 	if !b.mod.has(augmentKernel) {
-		tb.Skipf("the loaded PTX has no %s (next/augment.cu not yet promoted to src/)", augmentKernel)
+		tb.Skipf("the loaded PTX has no %s (a RESNETLAB_PTX_DIR build older than it)", augmentKernel)
 	}
 }
 

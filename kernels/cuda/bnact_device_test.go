@@ -12,12 +12,12 @@ import (
 )
 
 // bnActOrSkip returns the device backend, or skips when the loaded PTX
-// predates the fused BN kernels (src/ops.cu before next/ops.cu is
-// promoted; stage_fp16 of scripts/device_run.sh builds it from next/).
+// predates the fused BN kernels (a RESNETLAB_PTX_DIR build older than
+// them; the embedded PTX has them).
 func bnActOrSkip(t *testing.T) *Backend {
 	b := device(t)
 	if !b.hasBNAct() {
-		t.Skipf("the loaded PTX lacks %v (built from kernels/cuda/src before next/ops.cu was promoted)", bnActKernels)
+		t.Skipf("the loaded PTX lacks %v (a RESNETLAB_PTX_DIR build older than them)", bnActKernels)
 	}
 	return b
 }

@@ -13,7 +13,7 @@ import (
 func TestAdamStepCopyMatchesAdamThenCopy(t *testing.T) {
 	b := device(t)
 	if !b.mod.has("adam_copy") {
-		t.Skip("the loaded PTX has no adam_copy (built from kernels/cuda/src before next/ops.cu was promoted)")
+		t.Skip("the loaded PTX has no adam_copy (a RESNETLAB_PTX_DIR build older than it)")
 	}
 	e := newEnv(t)
 	hp := kernels.AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Step: 3, GradScale: 1.0 / 1024}
@@ -152,7 +152,7 @@ func TestProfileRecordsOps(t *testing.T) {
 func TestConvLoaderVersionsAgree(t *testing.T) {
 	b := device(t)
 	if !b.mod.has("conv_fwd_f16_v2vec") {
-		t.Skip("the loaded PTX has no _v2 conv entries (built from kernels/cuda/src before next/conv.cu was promoted)")
+		t.Skip("the loaded PTX has no _v2 conv entries (a RESNETLAB_PTX_DIR build older than them)")
 	}
 	e := newEnv(t)
 	v2, vec := b.convV2, b.convVec

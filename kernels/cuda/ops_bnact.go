@@ -7,8 +7,8 @@ import (
 )
 
 // Fused batch norm + (residual add +) ReLU: kernels.FusedBN on the kernels
-// bn_act_fwd_train, bn_act_fwd_eval and bn_act_bwd (src/ops.cu once
-// promoted from next/ops.cu). One launch replaces two or three per layer
+// bn_act_fwd_train, bn_act_fwd_eval and bn_act_bwd (src/ops.cu). One
+// launch replaces two or three per layer
 // and the intermediate tensors never go through memory; the results are
 // bit-identical to the separate kernels' (bnact_device_test.go).
 

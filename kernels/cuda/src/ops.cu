@@ -153,12 +153,43 @@ __device__ float blockSum(float v, float* sh) {
   return t;
 }
 
-// bn_fwd_train: one block per channel c. Two-pass mean/variance (no
+// ---- Batch norm, alone and fused with (residual add +) ReLU ----
+// Each kernel below is an instance of one template body; act = true is the
+// fused form (kernels.FusedBN): batch norm, then add, then relu_fwd on each
+// element, with every store of the separate path replaced by the rounding
+// that store and the next load would do (rnd). The expressions and their
+// order are those of the separate kernels (so the same FMA contractions):
+// the fused results are bit-identical to bn_fwd_* then add then relu_fwd,
+// and to relu_bwd then bn_bwd.
+
+// rnd rounds v to dtype dt exactly as st then ld would.
+__device__ __forceinline__ float rnd(int dt, float v) {
+  if (dt == 0) return v;
+  if (dt == 1) return __half2float(__float2half_rn(v));
+  return __bfloat162float(__float2bfloat16_rn(v));
+}
+
+// bnActOut takes the batch-norm value v of element k (as bn_fwd_* stores
+// it into y), then does add (y + res, when res is not null) and relu_fwd.
+__device__ __forceinline__ float bnActOut(float v, int ydt, const void* res, int rdt, i64 k) {
+  v = rnd(ydt, v);
+  if (res != nullptr) v = rnd(ydt, v + ld(res, rdt, k));
+  return v > 0.f ? v : 0.f;
+}
+
+// reluGrad is relu_bwd's value for element k, rounded to y's dtype (the
+// dtype of the buffer relu_bwd writes in the separate path).
+__device__ __forceinline__ float reluGrad(const void* dy, int dydt, const void* y, int ydt, i64 k) {
+  return rnd(ydt, ld(y, ydt, k) > 0.f ? ld(dy, dydt, k) : 0.f);
+}
+
+// bnFwdTrain: one block per channel c. Two-pass mean/variance (no
 // cancellation), normalise, and update the running statistics.
-extern "C" __global__ void bn_fwd_train(void* y, int ydt, const void* x, int xdt, const float* gamma,
-                                        const float* beta, float* runMean, float* runVar, float* saveMean,
-                                        float* saveInv, int N, int C, int HW, float mom, float eps) {
-  __shared__ float sh[32];
+template <bool act>
+__device__ __forceinline__ void bnFwdTrain(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
+                                           const float* gamma, const float* beta, float* runMean, float* runVar,
+                                           float* saveMean, float* saveInv, int N, int C, int HW, float mom,
+                                           float eps, float* sh) {
   const int c = blockIdx.x;
   const i64 M = (i64)N * HW;
   float s = 0.f;
@@ -178,7 +209,8 @@ extern "C" __global__ void bn_fwd_train(void* y, int ydt, const void* x, int xdt
   const float a = gamma[c] * inv, b = beta[c];
   for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
     i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
-    st(y, ydt, k, (ld(x, xdt, k) - mean) * a + b);
+    float v = (ld(x, xdt, k) - mean) * a + b;
+    st(y, ydt, k, act ? bnActOut(v, ydt, res, rdt, k) : v);
   }
   if (threadIdx.x == 0) {
     saveMean[c] = mean;
@@ -189,30 +221,66 @@ extern "C" __global__ void bn_fwd_train(void* y, int ydt, const void* x, int xdt
   }
 }
 
-extern "C" __global__ void bn_fwd_eval(void* y, int ydt, const void* x, int xdt, const float* gamma,
-                                       const float* beta, const float* runMean, const float* runVar, int N, int C,
-                                       int HW, float eps) {
+extern "C" __global__ void bn_fwd_train(void* y, int ydt, const void* x, int xdt, const float* gamma,
+                                        const float* beta, float* runMean, float* runVar, float* saveMean,
+                                        float* saveInv, int N, int C, int HW, float mom, float eps) {
+  __shared__ float sh[32];
+  bnFwdTrain<false>(y, ydt, x, xdt, nullptr, 0, gamma, beta, runMean, runVar, saveMean, saveInv, N, C, HW, mom,
+                    eps, sh);
+}
+
+extern "C" __global__ void bn_act_fwd_train(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
+                                            const float* gamma, const float* beta, float* runMean, float* runVar,
+                                            float* saveMean, float* saveInv, int N, int C, int HW, float mom,
+                                            float eps) {
+  __shared__ float sh[32];
+  bnFwdTrain<true>(y, ydt, x, xdt, res, rdt, gamma, beta, runMean, runVar, saveMean, saveInv, N, C, HW, mom, eps,
+                   sh);
+}
+
+template <bool act>
+__device__ __forceinline__ void bnFwdEval(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
+                                          const float* gamma, const float* beta, const float* runMean,
+                                          const float* runVar, int N, int C, int HW, float eps) {
   i64 n = (i64)N * C * HW;
   GRID_LOOP(i, n) {
     int c = (int)((i / HW) % C);
     float a = gamma[c] * (1.f / sqrtf(runVar[c] + eps));
-    st(y, ydt, i, (ld(x, xdt, i) - runMean[c]) * a + beta[c]);
+    float v = (ld(x, xdt, i) - runMean[c]) * a + beta[c];
+    st(y, ydt, i, act ? bnActOut(v, ydt, res, rdt, i) : v);
   }
 }
 
-// bn_bwd: one block per channel. dbeta = sum dy, dgamma = sum dy*xhat,
-// dx = gamma*inv * (dy - dbeta/M - xhat*dgamma/M). dx may be null.
-extern "C" __global__ void bn_bwd(void* dx, int dxdt, const void* dy, int dydt, const void* x, int xdt,
-                                  const float* gamma, const float* saveMean, const float* saveInv, float* dgamma,
-                                  float* dbeta, int N, int C, int HW) {
-  __shared__ float sh[32];
+extern "C" __global__ void bn_fwd_eval(void* y, int ydt, const void* x, int xdt, const float* gamma,
+                                       const float* beta, const float* runMean, const float* runVar, int N, int C,
+                                       int HW, float eps) {
+  bnFwdEval<false>(y, ydt, x, xdt, nullptr, 0, gamma, beta, runMean, runVar, N, C, HW, eps);
+}
+
+extern "C" __global__ void bn_act_fwd_eval(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
+                                           const float* gamma, const float* beta, const float* runMean,
+                                           const float* runVar, int N, int C, int HW, float eps) {
+  bnFwdEval<true>(y, ydt, x, xdt, res, rdt, gamma, beta, runMean, runVar, N, C, HW, eps);
+}
+
+// bnBwd: one block per channel. dbeta = sum dy, dgamma = sum dy*xhat,
+// dx = gamma*inv * (dy - dbeta/M - xhat*dgamma/M). dx may be null. With
+// act, dy is first masked by relu_bwd on the fused output y; the masked
+// gradient is stored to ds (y's dtype) when ds is not null, and the second
+// pass reads it back where it was written (the same values).
+template <bool act>
+__device__ __forceinline__ void bnBwd(void* dx, int dxdt, void* ds, const void* dy, int dydt, const void* y,
+                                      int ydt, const void* x, int xdt, const float* gamma, const float* saveMean,
+                                      const float* saveInv, float* dgamma, float* dbeta, int N, int C, int HW,
+                                      float* sh) {
   const int c = blockIdx.x;
   const i64 M = (i64)N * HW;
   const float mean = saveMean[c], inv = saveInv[c];
   float sdy = 0.f, sdyx = 0.f;
   for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
     i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
-    float d = ld(dy, dydt, k);
+    float d = act ? reluGrad(dy, dydt, y, ydt, k) : ld(dy, dydt, k);
+    if (act && ds != nullptr) st(ds, ydt, k, d);
     sdy += d;
     sdyx += d * (ld(x, xdt, k) - mean);
   }
@@ -227,8 +295,24 @@ extern "C" __global__ void bn_bwd(void* dx, int dxdt, const void* dy, int dydt, 
   for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
     i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
     float xh = (ld(x, xdt, k) - mean) * inv;
-    st(dx, dxdt, k, k1 * (ld(dy, dydt, k) - mdb - xh * mdg));
+    float d = !act ? ld(dy, dydt, k) : ds != nullptr ? ld(ds, ydt, k) : reluGrad(dy, dydt, y, ydt, k);
+    st(dx, dxdt, k, k1 * (d - mdb - xh * mdg));
   }
+}
+
+extern "C" __global__ void bn_bwd(void* dx, int dxdt, const void* dy, int dydt, const void* x, int xdt,
+                                  const float* gamma, const float* saveMean, const float* saveInv, float* dgamma,
+                                  float* dbeta, int N, int C, int HW) {
+  __shared__ float sh[32];
+  bnBwd<false>(dx, dxdt, nullptr, dy, dydt, nullptr, 0, x, xdt, gamma, saveMean, saveInv, dgamma, dbeta, N, C, HW,
+               sh);
+}
+
+extern "C" __global__ void bn_act_bwd(void* dx, int dxdt, void* ds, const void* dy, int dydt, const void* y, int ydt,
+                                      const void* x, int xdt, const float* gamma, const float* saveMean,
+                                      const float* saveInv, float* dgamma, float* dbeta, int N, int C, int HW) {
+  __shared__ float sh[32];
+  bnBwd<true>(dx, dxdt, ds, dy, dydt, y, ydt, x, xdt, gamma, saveMean, saveInv, dgamma, dbeta, N, C, HW, sh);
 }
 
 // softmax_ce: one block; warp w handles rows w, w+nw, ...; the loss is the
@@ -317,24 +401,31 @@ struct AdamHP {
   float lr, b1, b2, eps, wd, bc1, bc2, gscale;
 };
 
-// adam: AdamW with bias correction in the CPU backend's arithmetic:
-// g *= gscale; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
-// p -= lr * ((m/bc1)/(sqrt(v/bc2)+eps) + wd*p).
+// adamElem: AdamW with bias correction in the CPU backend's arithmetic on
+// element i: g *= gscale; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
+// p -= lr * ((m/bc1)/(sqrt(v/bc2)+eps) + wd*p). Returns the new p before
+// it is rounded to pdt.
+__device__ __forceinline__ float adamElem(void* p, int pdt, const void* g, int gdt, void* m, int mdt, void* v,
+                                          int vdt, i64 i, const AdamHP& hp) {
+  float gi = ld(g, gdt, i) * hp.gscale;
+  float mi = hp.b1 * ld(m, mdt, i) + (1.f - hp.b1) * gi;
+  float vi = hp.b2 * ld(v, vdt, i) + (1.f - hp.b2) * gi * gi;
+  st(m, mdt, i, mi);
+  st(v, vdt, i, vi);
+  float pi = ld(p, pdt, i);
+  float update = (mi / hp.bc1) / (sqrtf(vi / hp.bc2) + hp.eps) + hp.wd * pi;
+  float np = pi - hp.lr * update;
+  st(p, pdt, i, np);
+  return np;
+}
+
 extern "C" __global__ void adam(const AdamEntry* tab, int ntab, AdamHP hp) {
   const int t = findTensor(tab, ntab, blockIdx.x);
   const AdamEntry e = tab[t];
   const i64 start = (i64)(blockIdx.x - e.blockStart) * CHUNK;
   const i64 end = min(e.n, start + CHUNK);
-  for (i64 i = start + threadIdx.x; i < end; i += blockDim.x) {
-    float g = ld(e.g, e.gdt, i) * hp.gscale;
-    float m = hp.b1 * ld(e.m, e.mdt, i) + (1.f - hp.b1) * g;
-    float v = hp.b2 * ld(e.v, e.vdt, i) + (1.f - hp.b2) * g * g;
-    st(e.m, e.mdt, i, m);
-    st(e.v, e.vdt, i, v);
-    float p = ld(e.p, e.pdt, i);
-    float update = (m / hp.bc1) / (sqrtf(v / hp.bc2) + hp.eps) + hp.wd * p;
-    st(e.p, e.pdt, i, p - hp.lr * update);
-  }
+  for (i64 i = start + threadIdx.x; i < end; i += blockDim.x)
+    adamElem(e.p, e.pdt, e.g, e.gdt, e.m, e.mdt, e.v, e.vdt, i, hp);
 }
 
 struct AdamCopyEntry {
@@ -348,25 +439,17 @@ struct AdamCopyEntry {
   int pdt, gdt, mdt, vdt, cdt;
 };
 
-// adam_copy is adam (same arithmetic, statement for statement) that also
-// writes each updated parameter, as stored, rounded to cdt into c (skipped
-// where c is null): the fp16/bf16 model weights of mixed precision in the
-// same pass, instead of one convert launch per tensor afterwards.
+// adam_copy is adam that also writes each updated parameter, as stored,
+// rounded to cdt into c (skipped where c is null): the fp16/bf16 model
+// weights of mixed precision in the same pass, instead of one convert
+// launch per tensor afterwards.
 extern "C" __global__ void adam_copy(const AdamCopyEntry* tab, int ntab, AdamHP hp) {
   const int t = findTensor(tab, ntab, blockIdx.x);
   const AdamCopyEntry e = tab[t];
   const i64 start = (i64)(blockIdx.x - e.blockStart) * CHUNK;
   const i64 end = min(e.n, start + CHUNK);
   for (i64 i = start + threadIdx.x; i < end; i += blockDim.x) {
-    float g = ld(e.g, e.gdt, i) * hp.gscale;
-    float m = hp.b1 * ld(e.m, e.mdt, i) + (1.f - hp.b1) * g;
-    float v = hp.b2 * ld(e.v, e.vdt, i) + (1.f - hp.b2) * g * g;
-    st(e.m, e.mdt, i, m);
-    st(e.v, e.vdt, i, v);
-    float p = ld(e.p, e.pdt, i);
-    float update = (m / hp.bc1) / (sqrtf(v / hp.bc2) + hp.eps) + hp.wd * p;
-    float np = p - hp.lr * update;
-    st(e.p, e.pdt, i, np);
+    float np = adamElem(e.p, e.pdt, e.g, e.gdt, e.m, e.mdt, e.v, e.vdt, i, hp);
     if (e.c != nullptr) st(e.c, e.cdt, i, e.pdt == 0 ? np : ld(e.p, e.pdt, i));
   }
 }
