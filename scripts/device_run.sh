@@ -4,8 +4,9 @@
 #   bash scripts/device_run.sh STAGE...
 #
 # Stages (each bounded by `timeout`; a failed stage does not stop the rest):
-#   bench     step benchmark of resnetlab (fixed batch on the device) and the
-#             PyTorch peer's synthetic epoch (fp32 and --amp): speed ratios
+#   bench     step benchmark of resnetlab and of the PyTorch peer's recipe
+#             (fixed batch on the device, scripts/torch_step_bench.py), and the
+#             peer's synthetic epoch (fp32 and --amp): speed ratios
 #   quick     every plugin for 1 Fashion-MNIST epoch, 2 ranks sharing the GPU
 #   gemini    gemini at unlimited, 1/2 and 1/4 of the measured footprint
 #   gemini2   the same three runs with [gemini] max_prefetch (GEM_PREFETCH,
@@ -104,6 +105,8 @@ stage_bench() (
 	step "resnetlab bench: one rank, fixed batch of 100 on the device"
 	timeout 120 "$B" bench --device cuda --steps 300 --warmup 30 --precision fp32,fp16,bf16
 	timeout 60 "$B" bench --device cuda --steps 200 --warmup 20 --precision fp16 --plugin low_level_zero
+	step "PyTorch peer's train step (scripts/torch_step_bench.py: fixed batch on the device, as resnetlab bench)"
+	timeout 120 python3 scripts/torch_step_bench.py --steps 300 --warmup 30
 	step "PyTorch peer, synthetic data, 1 epoch (speed)"
 	timeout 120 python3 .dev/torch_peer.py --data synthetic --epochs 1
 	timeout 120 python3 .dev/torch_peer.py --data synthetic --epochs 1 --amp
