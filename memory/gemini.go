@@ -62,7 +62,10 @@ type Stats struct {
 	// upload when its operator started (the compute stream waits for it),
 	// an offload whose host copy or device memory was needed (the host
 	// waits). Synchronous backends never stall: their moves are complete
-	// when issued.
+	// when issued. On a GPU it is an upper bound: "in flight" is asked
+	// when the host reaches the operator, usually well ahead of the GPU,
+	// so an upload that completes before the operator's kernels run still
+	// counts.
 	Stalls int
 	// Revived counts offloads taken back while still in flight because the
 	// chunk was needed again (its device copy was still there).
