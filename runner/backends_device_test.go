@@ -19,8 +19,8 @@ import (
 // 0.1 later, in fp32 as in fp16). Hence two bounds: the first steps, before
 // that drift, within the rounding tolerance (fp32 1e-3, fp16 2e-2); all 20
 // within 0.15 of each other and the mean of the last 10 within 5% (the
-// curves track). As a control, the GPU run with TF32 convolutions drifts
-// from the exact one as much (logged). Runs only where a GPU is
+// curves track). As a control, the log gives the same drift between the
+// fp32 GPU run with TF32 convolutions and the exact one. Runs only where a GPU is
 // (scripts/device_run.sh stage "backends", from a `go test -c` binary).
 func TestTwentyStepsCPUvsCUDA(t *testing.T) {
 	if err := cuda.Available(); err != nil {
