@@ -41,6 +41,9 @@
 #   table80   issue 9's 80-epoch table: every plugin and both peers at once,
 #             each resuming from its own checkpoint; call it again on the warm
 #             machine until done (T80_DEADLINE seconds per call)
+#   t80bg     table80 in its own process session: it trains on while later
+#             calls run other stages (keep the machine warm: a call every 30 s)
+#   t80wait   wait for t80bg's table80 (T80_WAIT seconds), progress each minute
 #   comm      issue 4: the device communicator's GPU tests and all-reduce
 #             benchmark (.dev/parallel.test), then torch_ddp_fp16,
 #             low_level_zero and gemini 1 epoch with 2 ranks sharing GPU 0 over
@@ -261,10 +264,10 @@ stage_table80() {
 
 # t80bg: stage table80 in a new process session (setsid), so it outlives
 # this call and trains while later calls run other stages or wait; its own
-# log is /tmp/w/t80bg.log. The machine must stay warm (a call at least every
+# log is /tmp/w/t80out/device.log. The machine must stay warm (a call at least every
 # 30 s) or the runs and their checkpoints are lost.
 stage_t80bg() {
-	step "table80 in the background (deadline ${T80_DEADLINE:-540} s): /tmp/w/t80bg.log"
+	step "table80 in the background (deadline ${T80_DEADLINE:-540} s): /tmp/w/t80out/device.log"
 	OUT=/tmp/w/t80out setsid bash "$0" table80 >/dev/null 2>&1 </dev/null &
 	sleep 2
 	pgrep -f 'device_run.sh table80' >/dev/null && echo "t80bg: started" || echo "t80bg: did not start"
