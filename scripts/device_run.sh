@@ -99,9 +99,21 @@ for f in sorted(glob.glob(f"/tmp/w/results/{sys.argv[1]}-*.json")):
 EOF
 }
 
+# fp16_ptx STAGE: use the PTX the fp16 stage built in this call, if it ran
+# (its switches too); call it from a subshell stage so it does not leak
+# into later stages.
+fp16_ptx() {
+	if [ -f /tmp/w/fp16/env ]; then
+		. /tmp/w/fp16/env
+		echo "$1: kernels from the fp16 stage (RESNETLAB_PTX_DIR=$RESNETLAB_PTX_DIR)"
+	else
+		echo "$1: the embedded kernels"
+	fi
+}
+
 # A subshell, as stage_graphs: the fp16 stage's PTX when it ran here.
 stage_bench() (
-	[ -f /tmp/w/fp16/env ] && . /tmp/w/fp16/env && echo "bench: kernels from the fp16 stage"
+	fp16_ptx bench
 	step "machine"
 	nvidia-smi -L
 	nproc
@@ -266,11 +278,14 @@ stage_table80() {
 # this call and trains while later calls run other stages or wait; its own
 # log is /tmp/w/t80out/device.log. The machine must stay warm (a call at least every
 # 30 s) or the runs and their checkpoints are lost.
+# t80_running: whether a background table80 (t80bg) is still training.
+t80_running() { pgrep -f 'device_run.sh table80' >/dev/null; }
+
 stage_t80bg() {
 	step "table80 in the background (deadline ${T80_DEADLINE:-540} s): /tmp/w/t80out/device.log"
 	OUT=/tmp/w/t80out setsid bash "$0" table80 >/dev/null 2>&1 </dev/null &
 	sleep 2
-	pgrep -f 'device_run.sh table80' >/dev/null && echo "t80bg: started" || echo "t80bg: did not start"
+	t80_running && echo "t80bg: started" || echo "t80bg: did not start"
 }
 
 # t80wait: wait for the background table80 (up to T80_WAIT seconds, default
@@ -278,14 +293,14 @@ stage_t80bg() {
 stage_t80wait() {
 	local end=$((SECONDS + ${T80_WAIT:-500}))
 	step "waiting for the background table80 (up to ${T80_WAIT:-500} s)"
-	while pgrep -f 'device_run.sh table80' >/dev/null && [ $SECONDS -lt $end ]; do
+	while t80_running && [ $SECONDS -lt $end ]; do
 		sleep 60
 		date +%T
 		for f in /tmp/w/t80_*.log /tmp/w/peer80_*.log; do
 			printf '%s: %s\n' "$(basename "$f")" "$(grep -E 'epoch|"epoch"' "$f" | tail -n 1 | cut -c1-150)"
 		done
 	done
-	pgrep -f 'device_run.sh table80' >/dev/null && echo "t80wait: still running" || echo "t80wait: table80 ended"
+	t80_running && echo "t80wait: still running" || echo "t80wait: table80 ended"
 }
 
 # commtable SPEC...: step time of each run of the given specs (1 epoch).
@@ -476,12 +491,7 @@ EOF
 stage_batches() (
 	local e=${BATCH_EPOCHS:-3}
 	step "device_batches = true vs false: torch_ddp fp32 and fp16, $e Fashion-MNIST epochs, one run at a time"
-	if [ -f /tmp/w/fp16/env ]; then
-		. /tmp/w/fp16/env
-		echo "batches: kernels from the fp16 stage (RESNETLAB_PTX_DIR=$RESNETLAB_PTX_DIR)"
-	else
-		echo "batches: the embedded kernels"
-	fi
+	fp16_ptx batches
 	ab_runs batches device_batches "true false" "$e" 200 '["torch_ddp", "torch_ddp_fp16"]'
 )
 
@@ -500,7 +510,7 @@ stage_backends() {
 stage_graphs() (
 	local e=${GRAPH_EPOCHS:-2} p
 	step "cuda_graphs: bench eager vs graph, device test, $e Fashion-MNIST epochs with cuda_graphs = true vs false"
-	[ -f /tmp/w/fp16/env ] && . /tmp/w/fp16/env && echo "graphs: kernels from the fp16 stage"
+	fp16_ptx graphs
 	for p in torch_ddp low_level_zero; do
 		timeout 120 "$B" bench --device cuda --plugin $p --steps 200 --warmup 20 --precision fp32,fp16 --graphs
 	done
