@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"resnetlab/kernels/cuda"
@@ -50,12 +51,12 @@ func TestTwentyStepsCPUvsCUDA(t *testing.T) {
 		}
 		t.Logf("%s %s: 20 steps, loss %.4f -> %.4f (CPU) / %.4f -> %.4f (GPU); worst relative gap %.2g "+
 			"(first %d steps %.2g)", c.plugin, c.precision, cpu[0], cpu[19], gpu[0], gpu[19],
-			maxOf(relGaps(cpu, gpu)), early, maxOf(relGaps(cpu[:early], gpu[:early])))
+			slices.Max(relGaps(cpu, gpu)), early, slices.Max(relGaps(cpu[:early], gpu[:early])))
 		if c.precision == "fp32" { // fp16 convolutions do not use TF32
 			t.Setenv("RESNETLAB_TF32", "1")
 			tf32 := twentyStepLosses(t, "cuda", c.plugin, c.precision)
 			t.Logf("control: the GPU with TF32 convolutions vs exact fp32, worst relative gap %.2g",
-				maxOf(relGaps(gpu, tf32)))
+				slices.Max(relGaps(gpu, tf32)))
 		}
 	}
 }
@@ -67,14 +68,6 @@ func relGaps(a, b []float64) []float64 {
 		d[i] = math.Abs(a[i]-b[i]) / math.Max(1, math.Abs(a[i]))
 	}
 	return d
-}
-
-func maxOf(v []float64) float64 {
-	m := 0.0
-	for _, x := range v {
-		m = math.Max(m, x)
-	}
-	return m
 }
 
 func mean(v []float64) float64 {

@@ -11,11 +11,7 @@ import (
 // same model, bit for bit, as building them on the host: same model file,
 // losses and accuracies, for fp32 and fp16 (one rank, two ranks).
 func TestDeviceBatchesTrainTheSameModel(t *testing.T) {
-	for _, cell := range []string{`plugin = "torch_ddp"
-precision = "fp32"
-gpus = 1`, `plugin = "low_level_zero"
-precision = "fp16"
-gpus = 2`} {
+	for _, cell := range oneAndTwoRankCells {
 		var res [2]*Result
 		for i, on := range []bool{false, true} {
 			s := tinySpec(t, "[[run]]\n"+cell)

@@ -102,14 +102,18 @@ func TestRunWritesResultsAndCheckpoints(t *testing.T) {
 	}
 }
 
-// Two epochs straight and one epoch + resume must give the same model
-// file, bit for bit, for every plugin on the CPU backend.
-func TestResumeIsBitExact(t *testing.T) {
-	for _, cell := range []string{`plugin = "torch_ddp"
+// oneAndTwoRankCells are the [[run]] cells of the tests that compare two
+// ways of training: fp32 on one rank, and fp16 ZeRO over two ranks.
+var oneAndTwoRankCells = []string{`plugin = "torch_ddp"
 precision = "fp32"
 gpus = 1`, `plugin = "low_level_zero"
 precision = "fp16"
-gpus = 2`} {
+gpus = 2`}
+
+// Two epochs straight and one epoch + resume must give the same model
+// file, bit for bit, for every plugin on the CPU backend.
+func TestResumeIsBitExact(t *testing.T) {
+	for _, cell := range oneAndTwoRankCells {
 		straight := tinySpec(t, "[[run]]\n"+cell)
 		evs0, err := collect(t, straight, RunOptions{}, nil)
 		if err != nil {

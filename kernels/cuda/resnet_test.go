@@ -334,20 +334,27 @@ func TestGraphReplayMatchesEager(t *testing.T) {
 	}
 }
 
+// warmNet is the test net at batch 100 with its data and three steps
+// behind it (module loads, allocations and tuning out of the way), and the
+// name benchmarks give its precision: fp32 convolutions run as TF32.
+func warmNet(b *Backend, dt kernels.DType) (*net, string) {
+	nt := newNet(b, dt, 100)
+	nt.data()
+	for i := 0; i < 3; i++ {
+		nt.step()
+	}
+	if dt == kernels.F32 {
+		return nt, "tf32"
+	}
+	return nt, dt.String()
+}
+
 // BenchmarkResNet18Step times one training step (forward, backward, Adam)
 // at batch 100, eagerly and as a CUDA graph replay; ms/step is device time.
 func BenchmarkResNet18Step(bm *testing.B) {
 	b := device(bm)
 	for _, dt := range []kernels.DType{kernels.F32, kernels.F16} {
-		nt := newNet(b, dt, 100)
-		nt.data()
-		for i := 0; i < 3; i++ {
-			nt.step()
-		}
-		name := "tf32"
-		if dt != kernels.F32 {
-			name = dt.String()
-		}
+		nt, name := warmNet(b, dt)
 		bm.Run(name+"/eager", func(bm *testing.B) {
 			c0 := b.Counters()
 			start := b.Record()
@@ -487,15 +494,7 @@ func convName(c convCase) string {
 func BenchmarkProfileResNet18(bm *testing.B) {
 	b := device(bm)
 	for _, dt := range []kernels.DType{kernels.F32, kernels.F16} {
-		nt := newNet(b, dt, 100)
-		nt.data()
-		for i := 0; i < 3; i++ {
-			nt.step()
-		}
-		name := "tf32"
-		if dt != kernels.F32 {
-			name = dt.String()
-		}
+		nt, name := warmNet(b, dt)
 		const steps = 10
 		c0 := b.Counters()
 		b.StartProfile()
