@@ -387,11 +387,6 @@ stage_fp16() {
 	grep -E "^==|error" "$w/gen.log" | head -20
 	for f in "$w"/orig/*.cu; do
 		n=$(basename "$f" .cu)
-		if [ ! -s "$w/ptx/$n.ptx" ] && [ -f ".dev/next_alt/$n.cu" ]; then
-			echo "fp16: staged $n.cu did not compile: trying .dev/next_alt/$n.cu"
-			cp ".dev/next_alt/$n.cu" "kernels/cuda/src/$n.cu"
-			timeout 100 bash kernels/cuda/gen.sh "$w/ptx" >>"$w/gen.log" 2>&1
-		fi
 		if [ ! -s "$w/ptx/$n.ptx" ]; then
 			echo "fp16: staged $n.cu did not compile: back to the committed source"
 			cp "$f" "kernels/cuda/src/$n.cu"
