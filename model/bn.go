@@ -78,9 +78,17 @@ func (b *BatchNorm2d) forward(x *kernels.Tensor, train bool, op func(y *kernels.
 
 // Backward (train mode only) writes dgamma, dbeta and returns dx.
 func (b *BatchNorm2d) Backward(dy *kernels.Tensor) *kernels.Tensor {
+	return b.backward(func(dx *kernels.Tensor) {
+		b.be.BatchNormBackward(dx, b.Gamma.G, b.Beta.G, dy, b.x, b.Gamma.W, b.saveMean, b.saveInvStd)
+	})
+}
+
+// backward is the bookkeeping around a backward op (plain or fused) that
+// writes this layer's input gradient dx: hooks and the dx buffer.
+func (b *BatchNorm2d) backward(op func(dx *kernels.Tensor)) *kernels.Tensor {
 	b.hooks.preB(b)
 	dx := ensureLike(b.be, &b.dx, b.x)
-	b.be.BatchNormBackward(dx, b.Gamma.G, b.Beta.G, dy, b.x, b.Gamma.W, b.saveMean, b.saveInvStd)
+	op(dx)
 	b.hooks.postB(b)
 	return dx
 }
@@ -102,13 +110,12 @@ func (b *BatchNorm2d) ForwardAct(f kernels.FusedBN, x, res *kernels.Tensor, trai
 // wantDs, the ReLU's input gradient (a buffer of this layer) for the
 // residual shortcut.
 func (b *BatchNorm2d) BackwardAct(f kernels.FusedBN, dy, y *kernels.Tensor, wantDs bool) (dx, ds *kernels.Tensor) {
-	b.hooks.preB(b)
-	dx = ensureLike(b.be, &b.dx, b.x)
-	if wantDs {
-		ds = ensureLike(b.be, &b.ds, y)
-	}
-	f.BatchNormActBackward(dx, ds, b.Gamma.G, b.Beta.G, dy, y, b.x, b.Gamma.W, b.saveMean, b.saveInvStd)
-	b.hooks.postB(b)
+	dx = b.backward(func(dx *kernels.Tensor) {
+		if wantDs {
+			ds = ensureLike(b.be, &b.ds, y)
+		}
+		f.BatchNormActBackward(dx, ds, b.Gamma.G, b.Beta.G, dy, y, b.x, b.Gamma.W, b.saveMean, b.saveInvStd)
+	})
 	return dx, ds
 }
 
