@@ -121,7 +121,7 @@ func TestPauseNeedsConfirmation(t *testing.T) {
 	if s := ansi.Strip(m.render()); !strings.Contains(s, " PAUSED") {
 		t.Fatalf("after Paused event the header must say PAUSED:\n%s", s)
 	}
-	m = step(m, keyMsg("p"))
+	step(m, keyMsg("p"))
 	if len(sent) != 2 || sent[1] != (runner.Resume{}) {
 		t.Fatalf("sent %v, want Pause, Resume", sent)
 	}

@@ -249,6 +249,7 @@ func copyShort(dst, src []float32) {
 		return
 	}
 	src = src[:len(dst)]
+	//lint:ignore S1001 the loop is the point: no memmove call for 1-16 values
 	for i, v := range src {
 		dst[i] = v
 	}
