@@ -17,7 +17,7 @@
 // keeps the first chunks replicated (all-reduced, like DDP).
 //
 // Tensor states. Every parameter is FREE, COMPUTE, HOLD, HOLD_AFTER_BWD or
-// READY_FOR_REDUCE, with exactly SPEC.md's legal transitions; an illegal
+// READY_FOR_REDUCE, with exactly the legal transitions of docs/design.md; an illegal
 // one panics. The model hooks (model.SetHooks) drive them around every
 // conv, bn and fc.
 //

@@ -3,7 +3,7 @@
 package memory
 
 // The GPU measurement of auto against static placement at equal device
-// budgets (SPEC.md: "dynamic placement beats a static offload split by up
+// budgets (ColossalAI claims "dynamic placement beats a static offload split by up
 // to 40%"). Built with -tags gpu and run on the device machine:
 //
 //	CGO_ENABLED=0 go test -c -tags gpu -o .dev/memory_gpu.test ./memory

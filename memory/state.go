@@ -29,7 +29,7 @@ func (s TensorState) String() string {
 	return fmt.Sprintf("TensorState(%d)", uint8(s))
 }
 
-// legal holds exactly SPEC.md's transitions.
+// legal holds exactly the transitions listed in docs/design.md (Gemini).
 var legal = map[[2]TensorState]bool{
 	{Free, Hold}:                   true,
 	{Free, Compute}:                true,

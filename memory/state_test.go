@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// spec lists SPEC.md's transitions independently of the implementation.
+// spec lists docs/design.md's transitions independently of the implementation.
 var spec = []string{
 	"FREE->HOLD", "FREE->COMPUTE", "HOLD->FREE", "HOLD->COMPUTE", "COMPUTE->HOLD",
 	"COMPUTE->HOLD_AFTER_BWD", "COMPUTE->READY_FOR_REDUCE", "HOLD_AFTER_BWD->COMPUTE",
@@ -22,7 +22,7 @@ func TestLegalIsExactlySpec(t *testing.T) {
 		for b := TensorState(0); b < numStates; b++ {
 			name := a.String() + "->" + b.String()
 			if Legal(a, b) != want[name] {
-				t.Errorf("Legal(%s) = %v, SPEC.md says %v", name, Legal(a, b), want[name])
+				t.Errorf("Legal(%s) = %v, docs/design.md says %v", name, Legal(a, b), want[name])
 			}
 		}
 	}

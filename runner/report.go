@@ -33,7 +33,7 @@ type ReportRow struct {
 	Status, Error              string
 }
 
-// BuildReport turns results, peer logs and (when reference is set) SPEC.md's
+// BuildReport turns results, peer logs and (when reference is set) the published
 // reference numbers into report rows: runs sorted by spec, plugin,
 // precision and ranks, then peers, then the reference rows.
 func BuildReport(results []*Result, peers []*PeerLog, reference bool) []ReportRow {

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// PeerLog is what ../shared/anchors/torch_peer.py printed: one JSON line
+// PeerLog is what the PyTorch peer (scripts/torch_peer_resume.py) printed: one JSON line
 // per epoch ({"epoch", "loss", "test_acc", "epoch_s"}) and, when it ran to
 // the end, a summary line ({"summary": true, "amp", "data", "epochs",
 // "total_s", "final_acc"}).

@@ -81,20 +81,18 @@ func TestReportPeerLogErrors(t *testing.T) {
 	}
 }
 
-// The peer's real log (SPEC.md: "the full recipe reached 93.29% at epoch
-// 79", cut before epoch 80).
-func TestReportPeerLogAnchor(t *testing.T) {
-	path := filepath.Join("..", "..", "shared", "anchors", "torch_peer_fmnist_fp32_79of80ep.log")
-	if _, err := os.Stat(path); err != nil {
-		t.Skip("anchor log not here:", err)
-	}
-	p, err := ReadPeerLog(path)
+// A real log of the PyTorch peer: 80 epochs of the recipe on Fashion-MNIST,
+// fp32, one H200 (the fp32 peer row of docs/results.md).
+func TestReportPeerLogReal(t *testing.T) {
+	p, err := ReadPeerLog(filepath.Join("testdata", "peer80_fp32.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	row := p.Row()
-	if row.EpochsDone != 79 || row.Status != "incomplete" || pct(row.BestAcc) != "93.29%" || row.BestEpoch != 79 {
-		t.Errorf("anchor log row: %d epochs, %s, best %s at %d", row.EpochsDone, row.Status, pct(row.BestAcc), row.BestEpoch)
+	if row.EpochsDone != 80 || row.Status != "done" || pct(row.FinalAcc) != "93.16%" ||
+		pct(row.BestAcc) != "93.37%" || row.BestEpoch != 71 || row.Precision != "fp32" {
+		t.Errorf("peer log row: %d epochs, %s, final %s, best %s at %d, %s", row.EpochsDone, row.Status,
+			pct(row.FinalAcc), pct(row.BestAcc), row.BestEpoch, row.Precision)
 	}
 }
 

@@ -2,11 +2,11 @@ package runner
 
 // referenceSource says where ReferenceCIFAR10 comes from.
 const referenceSource = "ColossalAI README, ResNet-18 on CIFAR-10, 80 epochs " +
-	"(as quoted in SPEC.md, \"Reference accuracy\")"
+	"(docs/design.md, \"Reference accuracy\")"
 
-// ReferenceCIFAR10 is SPEC.md's "Reference accuracy" table: the final test
+// ReferenceCIFAR10 is docs/design.md's "Reference accuracy" table: the final test
 // accuracy ColossalAI's README reports for its ResNet-18 example. Plugin
-// and precision follow the column names and SPEC.md's plugin list
+// and precision follow the column names and the plugin table of docs/design.md
 // (low_level_zero and gemini compute in fp16); the README gives no GPU
 // count except for the single-GPU column, so Ranks is 0 (unknown) there.
 var ReferenceCIFAR10 = []struct {

@@ -1,7 +1,8 @@
-"""../shared/anchors/torch_peer.py with one addition: --ckpt FILE saves the whole
-training state after every epoch (atomically) and resumes from it when present, so an
-80-epoch peer run can span several device calls (issue 9). The recipe, the data path,
-the augmentation and the printed lines are those of torch_peer.py, line for line; the
+"""The PyTorch peer: the reference recipe in plain PyTorch (torchvision resnet18, the
+reference augmentation, Adam, MultiStepLR). --ckpt FILE saves the whole training state
+after every epoch (atomically) and resumes from it when present, so an 80-epoch peer run
+can span several device calls. The recipe, the data path, the augmentation and the
+printed lines are those of the project's original peer script, line for line; the
 RNG states (torch CPU, CUDA, numpy) are saved and restored, so a resumed run draws the
 same random numbers as an uninterrupted one. Added lines are marked "# resume".
 

@@ -1,7 +1,7 @@
 """Train-step time of the PyTorch peer's recipe, the way `resnetlab bench` times ours.
 
-../shared/anchors/torch_peer.py times whole epochs (its input pipeline and test pass
-included); issue 3's step ratio needs the bare step: torchvision resnet18(num_classes=10),
+scripts/torch_peer_resume.py times whole epochs (its input pipeline and test pass
+included); a step ratio needs the bare step: torchvision resnet18(num_classes=10),
 Adam lr 1e-3, cross entropy, batch 100 of 3x32x32 already on the GPU, forward + backward
 + optimizer step (+ GradScaler with --amp), cuDNN benchmark mode as the peer sets it.
 Warm-up steps first, then the median of per-step times (CUDA events) and the mean over

@@ -26,15 +26,15 @@ written then.
 Flags:
   -o FILE            write the table to FILE (default: standard output)
   --plot FILE        also draw the test-accuracy curves into a PNG
-  --peer LOG         add the run logged by ../shared/anchors/torch_peer.py
+  --peer LOG         add the run logged by the PyTorch peer (scripts/torch_peer_resume.py)
                      (its JSON lines); repeatable
   --peer-data NAME   data set of --peer logs cut before their summary line,
                      which names it (e.g. fashion-mnist)
-  --reference        add the reference CIFAR-10 accuracies quoted in SPEC.md
+  --reference        add the reference CIFAR-10 accuracies (docs/design.md)
 
 Examples:
   resnetlab report results/
-  resnetlab report -o docs/results.md --plot docs/results_acc.png --peer peer.log --reference results/*.json
+  resnetlab report -o docs/results.md --plot docs/results_acc80.png --peer peer.log --reference results/*.json
 `
 
 // stringList is a repeatable string flag.
