@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"resnetlab/runner"
 )
@@ -86,9 +87,12 @@ func (c *curvesPane) lossView(w, h int, st styles) []string {
 	if n := len(c.losses); n > 0 && finite(c.losses[n-1]) {
 		title += fmt.Sprintf(" %.4f", c.losses[n-1])
 	}
-	p := plot{ys: c.losses, xLo: "ep1"}
+	// Both plots count x in epochs trained, labelled alike: the loss runs
+	// from the first step (ep0) to the epochs done so far (ep2.6), the
+	// accuracy from the end of epoch 1 to the last finished epoch.
+	p := plot{ys: c.losses, xLo: "ep0"}
 	if c.steps > 0 && len(c.losses) > 0 {
-		p.xHi = fmt.Sprintf("ep%d", (len(c.losses)-1)/c.steps+1)
+		p.xHi = "ep" + fmtEpochs(float64(len(c.losses))/float64(c.steps))
 	}
 	return withTitle(rule(title, w, st), p.render(w, h-1), w, h)
 }
@@ -98,11 +102,19 @@ func (c *curvesPane) accView(w, h int, st styles) []string {
 	if b, at := c.best(); at > 0 {
 		title += fmt.Sprintf(" %s · best %s @%d", fmtPct(c.last()), fmtPct(b), at)
 	}
-	p := plot{ys: c.accs, xLo: "1", xHi: fmt.Sprint(len(c.accs)),
+	p := plot{ys: c.accs, xLo: "ep1",
 		yFmt: func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }}
+	if len(c.accs) > 0 {
+		p.xHi = fmt.Sprintf("ep%d", len(c.accs))
+	}
 	return withTitle(rule(title, w, st), p.render(w, h-1), w, h)
 }
 
 func withTitle(title string, body []string, w, h int) []string {
 	return fitBlock(append([]string{title}, body...), w, h)
+}
+
+// fmtEpochs prints a count of epochs with at most one decimal: 3, 2.6.
+func fmtEpochs(e float64) string {
+	return strconv.FormatFloat(math.Floor(e*10)/10, 'f', -1, 64)
 }

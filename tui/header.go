@@ -17,12 +17,23 @@ type header struct {
 func (h header) View(r *run, i, n, w int, st styles) []string {
 	left := st.title.Render("resnetlab") + " " + oneLine(h.title)
 	right := fmt.Sprintf("run %d/%d %s %s", i+1, n, r.info.ID, statusBadge(r.status, st))
-	cfg := fmt.Sprintf("%s × %s × %d gpu%s · %s", orDash(r.info.Plugin), orDash(r.info.Precision),
-		r.info.Ranks, plural(r.info.Ranks), devices(r.info))
+	cfg := fmt.Sprintf("%s × %s × %s · %s", orDash(r.info.Plugin), orDash(r.info.Precision),
+		ranks(r.info), devices(r.info))
 	if r.info.Dataset != "" {
 		cfg += " · " + r.info.Dataset
 	}
 	return []string{leftRight(left, right, w), fitLine(cfg, w)}
+}
+
+// ranks counts the run's ranks in what they run on: "2 gpus" on CUDA,
+// "1 rank" on the CPU (or before the backend is known), never "1 gpu" for a
+// run that has none.
+func ranks(info runner.RunInfo) string {
+	unit := "rank"
+	if info.Backend == "cuda" {
+		unit = "gpu"
+	}
+	return fmt.Sprintf("%d %s%s", info.Ranks, unit, plural(info.Ranks))
 }
 
 func statusBadge(s status, st styles) string {

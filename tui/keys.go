@@ -27,10 +27,10 @@ func defaultKeys() keyMap {
 		Help:       b([]string{"?"}, "?", "help"),
 		Quit:       b([]string{"q"}, "q", "quit"),
 		ForceQuit:  b([]string{"ctrl+c"}, "ctrl+c", "quit now (stop runs, no checkpoint)"),
-		Up:         b([]string{"up", "k"}, "↑/k", "up"),
-		Down:       b([]string{"down", "j"}, "↓/j", "down"),
-		Enter:      b([]string{"enter"}, "enter", "choose"),
-		Cancel:     b([]string{"esc"}, "esc", "cancel"),
+		Up:         b([]string{"up", "k"}, "↑/k", "dialog: up"),
+		Down:       b([]string{"down", "j"}, "↓/j", "dialog: down"),
+		Enter:      b([]string{"enter"}, "enter", "dialog: choose"),
+		Cancel:     b([]string{"esc"}, "esc", "dialog: cancel"),
 		Yes:        b([]string{"y"}, "y", "checkpoint, then quit"),
 		No:         b([]string{"n"}, "n", "quit without checkpoint"),
 		Exit:       b([]string{"q", "enter", "esc", "space"}, "q/enter", "exit"),
@@ -52,11 +52,13 @@ func (k keyMap) CompactHelp() []key.Binding {
 		short(k.Next, "next run"), short(k.Compare, "compare"), k.Help, k.Quit}
 }
 
-// FullHelp is the help overlay, one column per group.
+// FullHelp is the help overlay, one column per group; the last column is
+// the resume and quit dialogs' keys.
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Pause, k.Checkpoint, k.Resume},
 		{k.Next, k.Prev, k.Compare},
 		{k.Help, k.Quit, k.ForceQuit},
+		{k.Up, k.Down, k.Enter, k.Cancel, k.Yes, k.No},
 	}
 }

@@ -32,6 +32,11 @@ const emaW = 0.125
 
 func (p *progressPane) Update(ev runner.Event) {
 	switch e := ev.(type) {
+	case runner.RunQueued:
+		// Queued (first or re-opened): nothing trains until RunStarted says
+		// from which epoch, so the bars are empty, not the last run's.
+		p.epoch, p.step, p.doneEpochs = 0, 0, 0
+		p.stepEMA, p.rateEMA, p.epochSecs = 0, 0, nil
 	case runner.RunStarted:
 		p.epoch, p.step, p.doneEpochs = e.StartEpoch+1, 0, e.StartEpoch
 		p.stepEMA, p.rateEMA, p.epochSecs = 0, 0, nil
