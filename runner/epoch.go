@@ -48,6 +48,7 @@ func (j *job) afterStep(dt time.Duration, lr float32) {
 	j.emit(StepDone{Run: j.info.ID, Epoch: j.epoch + 1, Step: j.step, Steps: j.info.StepsPerEpoch,
 		Loss: float64(st.Loss), LossScale: st.LossScale, Skipped: st.Skipped, StepTime: dt,
 		ImagesPerSec: float64(images) / dt.Seconds()})
+	j.estimate(dt)
 	if time.Since(j.memAt) > time.Second { // live memory pane, about once a second
 		j.publishMemory()
 	}

@@ -42,6 +42,7 @@ type job struct {
 	memAt       time.Time // last MemoryUsage event
 	startEpoch  int       // resume from this epoch's checkpoint before training (0 = fresh)
 	place       placement // its share of the machine while runs train at once
+	est         estimator // says how long the run will take, after its first steps
 }
 
 // rankState is what one rank owns.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"resnetlab/runner"
 )
 
 // fitLine truncates s to exactly w cells (with an ellipsis when cut) and pads
@@ -100,19 +102,7 @@ func sig3(v float64) string {
 }
 
 // fmtETA prints a long duration compactly: 1h02m, 12m05s, 45s.
-func fmtETA(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	s := int64(d.Round(time.Second) / time.Second)
-	switch {
-	case s >= 3600:
-		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
-	case s >= 60:
-		return fmt.Sprintf("%dm%02ds", s/60, s%60)
-	}
-	return fmt.Sprintf("%ds", s)
-}
+func fmtETA(d time.Duration) string { return runner.FormatDuration(d) }
 
 // fmtStep prints a step time: 7.20ms, 81.0ms, 1.23s.
 func fmtStep(d time.Duration) string {

@@ -21,13 +21,15 @@ type headless struct {
 
 	infos    map[string]runner.RunInfo
 	lastStep map[string]time.Time
+	epochs   map[string]epochTimes // training time of the epochs seen, for the ETA
 	results  []*runner.Result
 	failed   []string
 }
 
 func newHeadless(w io.Writer, now func() time.Time) *headless {
 	return &headless{w: w, now: now, stepEvery: 10 * time.Second,
-		infos: map[string]runner.RunInfo{}, lastStep: map[string]time.Time{}}
+		infos: map[string]runner.RunInfo{}, lastStep: map[string]time.Time{},
+		epochs: map[string]epochTimes{}}
 }
 
 // consume prints events until the channel is closed.
@@ -59,8 +61,7 @@ func (h *headless) handle(ev runner.Event) {
 	case runner.StepDone:
 		h.step(e)
 	case runner.EpochDone:
-		h.printf(e.Run, "epoch %d/%d: loss %.4f, test acc %s, lr %.3g, %.1f s",
-			e.Epoch, h.infos[e.Run].Epochs, e.Loss, pct(e.TestAcc), e.LR, e.Seconds)
+		h.epoch(e)
 	case runner.CheckpointSaved:
 		h.printf(e.Run, "checkpoint of epoch %d saved in %s (%d files)", e.Epoch, e.Dir, len(e.Files))
 	case runner.Paused:
@@ -74,6 +75,29 @@ func (h *headless) handle(ev runner.Event) {
 	}
 	// MemoryUsage, ChunksUpdate and ChunkMoved are too frequent for a log;
 	// their peaks reach the result files and the final table.
+}
+
+// epochTimes sums a run's epoch times (this session's: a resumed run's
+// earlier epochs are not timed again).
+type epochTimes struct {
+	secs float64
+	n    int
+}
+
+// epoch prints a finished epoch with the time the rest of the run will
+// take at this session's mean epoch time.
+func (h *headless) epoch(e runner.EpochDone) {
+	t := h.epochs[e.Run]
+	t.secs, t.n = t.secs+e.Seconds, t.n+1
+	h.epochs[e.Run] = t
+	total := h.infos[e.Run].Epochs
+	eta := ""
+	if left := total - e.Epoch; left > 0 {
+		d := time.Duration(t.secs / float64(t.n) * float64(left) * float64(time.Second))
+		eta = ", ETA " + runner.FormatDuration(d)
+	}
+	h.printf(e.Run, "epoch %d/%d: loss %.4f, test acc %s, lr %.3g, %.1f s%s",
+		e.Epoch, total, e.Loss, pct(e.TestAcc), e.LR, e.Seconds, eta)
 }
 
 func (h *headless) queued(info runner.RunInfo) {
@@ -109,9 +133,12 @@ func (h *headless) step(e runner.StepDone) {
 	if e.Skipped {
 		scale += " (step skipped: inf/nan gradients)"
 	}
-	h.printf(e.Run, "epoch %d/%d step %d/%d: loss %.4f%s, %.1f ms/step, %.0f img/s",
-		e.Epoch, h.infos[e.Run].Epochs, e.Step, e.Steps, e.Loss, scale,
-		float64(e.StepTime)/float64(time.Millisecond), e.ImagesPerSec)
+	info := h.infos[e.Run]
+	left := (info.Epochs-e.Epoch)*e.Steps + e.Steps - e.Step
+	h.printf(e.Run, "epoch %d/%d step %d/%d: loss %.4f%s, %.1f ms/step, %.0f img/s, ETA %s",
+		e.Epoch, info.Epochs, e.Step, e.Steps, e.Loss, scale,
+		float64(e.StepTime)/float64(time.Millisecond), e.ImagesPerSec,
+		runner.FormatDuration(time.Duration(left)*e.StepTime))
 }
 
 func (h *headless) log(e runner.Log) {

@@ -42,12 +42,12 @@ func TestHeadlessLines(t *testing.T) {
 		EpochResults: []runner.EpochResult{{Epoch: 1}}, Epochs: 80}})
 	want := `[gemini-fp16-2] queued: gemini fp16, 2 ranks, cifar10, 80 epochs x 250 steps
 [gemini-fp16-2] started on cuda (cuda:0, cuda:1)
-[gemini-fp16-2] epoch 1/80 step 1/250: loss 2.2500, loss scale 32, 12.5 ms/step, 16000 img/s
-[gemini-fp16-2] epoch 1/80 step 3/250: loss 2.2500, loss scale 32 (step skipped: inf/nan gradients), 12.5 ms/step, 16000 img/s
+[gemini-fp16-2] epoch 1/80 step 1/250: loss 2.2500, loss scale 32, 12.5 ms/step, 16000 img/s, ETA 4m10s
+[gemini-fp16-2] epoch 1/80 step 3/250: loss 2.2500, loss scale 32 (step skipped: inf/nan gradients), 12.5 ms/step, 16000 img/s, ETA 4m10s
 [gemini-fp16-2] warn: loss scale fell to 1
 [gemini-fp16-2] warm-up done
 using 2 GPUs
-[gemini-fp16-2] epoch 1/80: loss 1.8300, test acc 45.67%, lr 0.002, 31.2 s
+[gemini-fp16-2] epoch 1/80: loss 1.8300, test acc 45.67%, lr 0.002, 31.2 s, ETA 41m09s
 [gemini-fp16-2] checkpoint of epoch 5 saved in ck (3 files)
 [gemini-fp16-2] paused at epoch 6 step 7
 [gemini-fp16-2] resumed

@@ -129,7 +129,7 @@ func TestRunHeadless(t *testing.T) {
 		t.Fatalf("overrides not applied: spec %+v opts %+v", gotSpec, gotOpts)
 	}
 	wantOut := "[torch_ddp-fp32-1] queued: torch_ddp fp32, 1 rank on cpu (cpu), synthetic, 4 epochs x 100 steps\n" +
-		"[torch_ddp-fp32-1] epoch 1/4: loss 1.5000, test acc 50.00%, lr 0.003, 2.0 s\n" +
+		"[torch_ddp-fp32-1] epoch 1/4: loss 1.5000, test acc 50.00%, lr 0.003, 2.0 s, ETA 6s\n" +
 		"[torch_ddp-fp32-1] FAILED: final test accuracy 0.5000 is below target_acc 0.6\n"
 	if out.String() != wantOut {
 		t.Fatalf("stdout\n%s\nwant\n%s", out, wantOut)
