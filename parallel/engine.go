@@ -453,7 +453,7 @@ func (e *Engine) Free() {
 }
 
 // Trainer is one rank's boosted model and optimizer, whatever the plugin:
-// Engine (DDP, ZeRO) and memory.Gemini implement it. Step, State and
+// Engine (DDP, ZeRO) and gemini.Gemini implement it. Step, State and
 // LoadState are collectives.
 type Trainer interface {
 	Step(x, labels *kernels.Tensor, lr float32) (StepStats, error)

@@ -2,7 +2,7 @@ package runner
 
 import (
 	"resnetlab/kernels"
-	"resnetlab/memory"
+	"resnetlab/gemini"
 	"resnetlab/model"
 	"resnetlab/parallel"
 )
@@ -11,7 +11,7 @@ import (
 // and forwards its chunk events to the run's event stream.
 func (j *job) newGemini(r int, be kernels.Backend, comm parallel.DeviceCommunicator, m *model.ResNet, sc parallel.ScalerConfig) (parallel.Trainer, error) {
 	gs := j.spec.Gemini
-	return memory.New(be, comm, m, memory.Config{Precision: j.precision, Scaler: sc,
+	return gemini.New(be, comm, m, gemini.Config{Precision: j.precision, Scaler: sc,
 		Placement: gs.Placement, DeviceBudget: gs.DeviceBudget, ChunkElems: int(gs.ChunkSize / int64(j.precision.Size())),
 		ShardParamFrac: gs.ShardParamFrac, OffloadOptimFrac: gs.OffloadOptimFrac, OffloadParamFrac: gs.OffloadParamFrac,
 		GPUMarginMemRatio: gs.GPUMarginMemRatio, MaxPrefetch: gs.MaxPrefetch, OnEvent: func(e any) { j.geminiEvent(e) }})
@@ -21,9 +21,9 @@ func (j *job) newGemini(r int, be kernels.Backend, comm parallel.DeviceCommunica
 // summarised by the chunk updates and dropped.
 func (j *job) geminiEvent(e any) {
 	switch ev := e.(type) {
-	case memory.MoveEvent:
-		j.emit(ChunkMoved{Run: j.info.ID, Rank: ev.Rank, Chunk: ev.Chunk, ToDevice: ev.To == memory.Device, Bytes: ev.Bytes, Prefetch: ev.Prefetch})
-	case memory.ChunksEvent:
+	case gemini.MoveEvent:
+		j.emit(ChunkMoved{Run: j.info.ID, Rank: ev.Rank, Chunk: ev.Chunk, ToDevice: ev.To == gemini.Device, Bytes: ev.Bytes, Prefetch: ev.Prefetch})
+	case gemini.ChunksEvent:
 		u := ChunksUpdate{Run: j.info.ID, Rank: ev.Rank}
 		for _, c := range ev.Chunks {
 			u.Chunks = append(u.Chunks, ChunkState{ID: c.ID, OnDevice: c.OnDevice(), States: c.States, Bytes: c.Bytes})
@@ -35,7 +35,7 @@ func (j *job) geminiEvent(e any) {
 // geminiSummary logs rank 0's chunk traffic at the end of a Gemini run:
 // what a budget costs, and how much prefetch hid.
 func (j *job) geminiSummary(eng parallel.Trainer) {
-	g, ok := eng.(*memory.Gemini)
+	g, ok := eng.(*gemini.Gemini)
 	if !ok {
 		return
 	}

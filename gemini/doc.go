@@ -1,4 +1,4 @@
-// Package memory is Gemini, ColossalAI's chunk-based heterogeneous memory
+// Package gemini is Gemini, ColossalAI's chunk-based heterogeneous memory
 // manager (PatrickStar), as a parallel.Trainer.
 //
 // Chunks. The model's parameters are packed, in order of first use
@@ -42,4 +42,4 @@
 // Forward of Model() when chunks are sharded (evaluation must run on every
 // rank). The collective sequence depends only on the model, never on
 // memory decisions, so ranks cannot diverge.
-package memory
+package gemini

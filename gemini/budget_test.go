@@ -1,4 +1,4 @@
-package memory
+package gemini
 
 import (
 	"fmt"
@@ -94,7 +94,7 @@ func checkBudgetRun(t *testing.T, name string, budget int64, got, base rankResul
 			t.Fatalf("%s: eval logits differ at %d: %g vs %g", name, i, got.logits[i], base.logits[i])
 		}
 	}
-	if got.stats.Moves == 0 || got.events["memory.MoveEvent"] != got.stats.Moves || got.events["memory.StateChange"] == 0 {
+	if got.stats.Moves == 0 || got.events["gemini.MoveEvent"] != got.stats.Moves || got.events["gemini.StateChange"] == 0 {
 		t.Errorf("%s: %d moves, events %v", name, got.stats.Moves, got.events)
 	}
 	var bytes int64
@@ -107,8 +107,8 @@ func checkBudgetRun(t *testing.T, name string, budget int64, got, base rankResul
 	if bytes != got.stats.BytesMoved {
 		t.Errorf("%s: move events add up to %d B, stats say %d B", name, bytes, got.stats.BytesMoved)
 	}
-	if got.events["memory.ChunksEvent"] != 4 { // New and three steps
-		t.Errorf("%s: %d chunk events, want 4", name, got.events["memory.ChunksEvent"])
+	if got.events["gemini.ChunksEvent"] != 4 { // New and three steps
+		t.Errorf("%s: %d chunk events, want 4", name, got.events["gemini.ChunksEvent"])
 	}
 }
 

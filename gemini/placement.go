@@ -1,4 +1,4 @@
-package memory
+package gemini
 
 // Placement policies decide where chunks rest; the budget logic (room.go)
 // then moves parameter data around each operator as memory requires.

@@ -1,6 +1,6 @@
 //go:build gpu
 
-package memory
+package gemini
 
 // The GPU measurement of auto against static placement at equal device
 // budgets (ColossalAI claims "dynamic placement beats a static offload split by up
