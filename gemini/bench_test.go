@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"testing"
 
+	"resnetlab/comm"
 	"resnetlab/kernels"
 	"resnetlab/kernels/cpu"
 	"resnetlab/model"
-	"resnetlab/parallel"
 )
 
 // BenchmarkGemini times one training step (after warm-up) of a width-16
@@ -45,7 +45,7 @@ type benchRank struct {
 func newBenchRank(tb testing.TB, cfg Config) *benchRank {
 	w := &watchBackend{Backend: cpu.New(), budget: cfg.DeviceBudget}
 	m := model.NewResNet18(w, model.Config{Width: 16, InChannels: 3, NumClasses: 10, DType: cfg.Precision, Seed: 5})
-	g, err := New(w, parallel.NewHostTensorComm(parallel.NewGroup(1).Comm(0)), m, cfg)
+	g, err := New(w, cpu.New(), comm.NewHostTensorComm(comm.NewGroup(1).Comm(0)), m, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

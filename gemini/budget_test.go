@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"resnetlab/engine"
 	"resnetlab/kernels"
-	"resnetlab/parallel"
 )
 
 // budgetBase is the small-batch run the budget tests scale: at batch 2 the
@@ -35,7 +35,7 @@ func withBudget(spec runSpec, budget int64, frac int) runSpec {
 func TestBudgetedRunsMatchUnbudgeted(t *testing.T) {
 	for _, world := range []int{1, 2} {
 		base := runGemini(t, budgetBase(world, Auto))
-		ddp := runEngine(t, budgetBase(world, Auto), parallel.EngineConfig{Plugin: parallel.TorchDDP, Precision: kernels.F16, Scaler: testScaler})
+		ddp := runEngine(t, budgetBase(world, Auto), engine.EngineConfig{Plugin: engine.TorchDDP, Precision: kernels.F16, Scaler: testScaler})
 		full := base[0].peak
 		var model int64
 		for _, c := range chunkInfos(t, world) {

@@ -3,23 +3,23 @@ package gemini
 import (
 	"fmt"
 
+	"resnetlab/engine"
 	"resnetlab/kernels"
 	"resnetlab/model"
-	"resnetlab/parallel"
 )
 
 // State gathers the full training state (a collective): the model's state
 // dict with the fp32 master weights as parameter values, Adam's moments
 // per parameter in parameter order, the step and the loss scaler. It is
-// the same parallel.State as the DDP/ZeRO engine's, independent of rank,
+// the same engine.State as the DDP/ZeRO engine's, independent of rank,
 // world size, chunking and placement, so checkpoints interchange.
-func (g *Gemini) State() (*parallel.State, error) {
+func (g *Gemini) State() (*engine.State, error) {
 	g.settleAll()
 	sd, err := g.withScratchParams(func() ([]model.NamedTensor, error) { return g.m.StateDict(), nil })
 	if err != nil {
 		return nil, err
 	}
-	st := &parallel.State{Model: sd, Step: g.step,
+	st := &engine.State{Model: sd, Step: g.step,
 		ExpAvg: make([][]float32, len(g.params)), ExpAvgSq: make([][]float32, len(g.params))}
 	byName := map[string]*tensorInfo{}
 	for _, t := range g.tensors {
@@ -98,7 +98,7 @@ func (g *Gemini) withScratchParams(fn func() ([]model.NamedTensor, error)) ([]mo
 
 // LoadState restores a State taken by any plugin and world size. The model
 // entries are validated (names, shapes) before anything changes.
-func (g *Gemini) LoadState(st *parallel.State) error {
+func (g *Gemini) LoadState(st *engine.State) error {
 	g.settleAll()
 	if _, err := g.withScratchParams(func() ([]model.NamedTensor, error) { return nil, g.m.LoadStateDict(st.Model) }); err != nil {
 		return err

@@ -3,15 +3,15 @@ package gemini
 import (
 	"testing"
 
+	"resnetlab/engine"
 	"resnetlab/kernels"
-	"resnetlab/parallel"
 )
 
 // Checkpoints interchange with the DDP/ZeRO engine: a state saved by
 // either after two steps and resumed by the other for the third gives
 // exactly the uninterrupted DDP run.
 func TestStateInterchangesWithEngine(t *testing.T) {
-	ddpCfg := parallel.EngineConfig{Plugin: parallel.TorchDDP, Precision: kernels.F16, Scaler: testScaler}
+	ddpCfg := engine.EngineConfig{Plugin: engine.TorchDDP, Precision: kernels.F16, Scaler: testScaler}
 	full := budgetBase(2, Auto)
 	ref := runEngine(t, full, ddpCfg)[0]
 	budget := runGemini(t, full)[0].peak / 3

@@ -3,8 +3,8 @@ package gemini
 import (
 	"fmt"
 
+	"resnetlab/engine"
 	"resnetlab/kernels"
-	"resnetlab/parallel"
 )
 
 // Placement policies.
@@ -17,7 +17,7 @@ const (
 // runner passes ColossalAI's defaults: ShardParamFrac 1, GPUMarginMemRatio 0.8).
 type Config struct {
 	Precision kernels.DType // F16 or BF16 compute; master weights are fp32
-	Scaler    parallel.ScalerConfig
+	Scaler    engine.ScalerConfig
 	Placement string // Static ("" too) or Auto
 	// DeviceBudget is the bytes the rank's backend may hold (0 = unlimited):
 	// its MemStats().Total() stays below it from the end of New on.

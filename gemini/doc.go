@@ -1,5 +1,5 @@
 // Package gemini is Gemini, ColossalAI's chunk-based heterogeneous memory
-// manager (PatrickStar), as a parallel.Trainer.
+// manager (PatrickStar), as a engine.Trainer.
 //
 // Chunks. The model's parameters are packed, in order of first use
 // (model.Params() order is forward order), into fixed-capacity flat chunks
@@ -42,4 +42,9 @@
 // Forward of Model() when chunks are sharded (evaluation must run on every
 // rank). The collective sequence depends only on the model, never on
 // memory decisions, so ranks cannot diverge.
+//
+// Imports. gemini may import comm, engine (the Trainer interface, the loss
+// scaler, the checkpoint State), model and kernels; it opens no backend
+// (the runner passes the device and host backends) and knows nothing of the
+// runner or data.
 package gemini

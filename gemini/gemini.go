@@ -3,20 +3,20 @@ package gemini
 import (
 	"fmt"
 
+	"resnetlab/comm"
+	"resnetlab/engine"
 	"resnetlab/kernels"
-	"resnetlab/kernels/cpu"
 	"resnetlab/model"
-	"resnetlab/parallel"
 )
 
 // Gemini is one rank's chunk-managed model and HybridAdam optimizer. It
-// implements parallel.Trainer; Step, State and LoadState are collectives,
+// implements engine.Trainer; Step, State and LoadState are collectives,
 // and so is every Forward of Model() when chunks are sharded over ranks
 // (each rank must run it: the chunks are all-gathered).
 type Gemini struct {
 	cfg         Config
 	dev, host   kernels.Backend
-	comm        parallel.DeviceCommunicator
+	comm        comm.DeviceCommunicator
 	world, rank int
 	m           *model.ResNet
 	params      []*model.Param
@@ -24,7 +24,7 @@ type Gemini struct {
 	tensors     []*tensorInfo // per parameter index
 	byParam     map[*model.Param]*tensorInfo
 	ce          *model.CrossEntropy
-	scaler      *parallel.LossScaler
+	scaler      *engine.LossScaler
 	flag        *kernels.Tensor // overflow vote (device)
 
 	step       int // Adam steps taken (skipped steps excluded)
@@ -75,20 +75,22 @@ type Stats struct {
 	GradOffloads int
 }
 
-var _ parallel.Trainer = (*Gemini)(nil)
+var _ engine.Trainer = (*Gemini)(nil)
 
 // New packs m's parameters into chunks, shards and places them, frees the
 // model's own weight and gradient tensors (the chunks hold them from now
 // on) and installs the hooks. The model must be built in cfg.Precision.
-// Rank 0's initial weights are broadcast, as DDP does.
-func New(dev kernels.Backend, comm parallel.DeviceCommunicator, m *model.ResNet, cfg Config) (*Gemini, error) {
+// Rank 0's initial weights are broadcast, as DDP does. host is the host
+// tier: the backend that holds offloaded chunks and runs HybridAdam's host
+// half (the CPU backend; passed in so that Gemini opens no backend itself).
+func New(dev, host kernels.Backend, dc comm.DeviceCommunicator, m *model.ResNet, cfg Config) (*Gemini, error) {
 	if err := cfg.normalise(); err != nil {
 		return nil, err
 	}
 	if m.Cfg.DType != cfg.Precision {
 		return nil, fmt.Errorf("gemini: model is %s but the run is %s", m.Cfg.DType, cfg.Precision)
 	}
-	g := &Gemini{cfg: cfg, dev: dev, host: cpu.New(), comm: comm, world: comm.WorldSize(), rank: comm.Rank(),
+	g := &Gemini{cfg: cfg, dev: dev, host: host, comm: dc, world: dc.WorldSize(), rank: dc.Rank(),
 		m: m, params: m.Params(), byParam: map[*model.Param]*tensorInfo{}, mv: moverFor(dev)}
 	pk, err := pack(g.params, chunkCapacities(g.params, cfg.ChunkElems, g.world))
 	if err != nil {
@@ -106,7 +108,7 @@ func New(dev kernels.Backend, comm parallel.DeviceCommunicator, m *model.ResNet,
 	g.flag = g.alloc(Device, kernels.CatWorkspace, kernels.F32, 1)
 	g.ce = model.NewCrossEntropy(dev)
 	if cfg.Precision == kernels.F16 {
-		g.scaler = parallel.NewLossScaler(cfg.Scaler)
+		g.scaler = engine.NewLossScaler(cfg.Scaler)
 	}
 	m.SetHooks(g)
 	dev.ResetPeak()
@@ -192,7 +194,7 @@ func (g *Gemini) materialise(full [][]float32) error {
 func (g *Gemini) Model() *model.ResNet { return g.m }
 
 // Scaler is the loss scaler (nil for bf16).
-func (g *Gemini) Scaler() *parallel.LossScaler { return g.scaler }
+func (g *Gemini) Scaler() *engine.LossScaler { return g.scaler }
 
 // HostMemStats is the host memory accounting of the chunks kept there
 // (the TUI's host memory pane).

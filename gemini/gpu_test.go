@@ -12,6 +12,8 @@ package gemini
 import (
 	"fmt"
 	"math"
+	"resnetlab/comm"
+	"resnetlab/engine"
 	"resnetlab/kernels/cpu"
 	"strings"
 	"testing"
@@ -20,7 +22,6 @@ import (
 	"resnetlab/kernels"
 	"resnetlab/kernels/cuda"
 	"resnetlab/model"
-	"resnetlab/parallel"
 )
 
 func TestGPUAutoVersusStatic(t *testing.T) {
@@ -48,7 +49,7 @@ func TestGPUAutoVersusStatic(t *testing.T) {
 
 type gpuResult struct {
 	peak, nonModel int64
-	state          *parallel.State
+	state          *engine.State
 }
 
 // TestGPUPrefetch runs auto placement at the budgets above with chunk moves
@@ -66,7 +67,7 @@ func TestGPUPrefetch(t *testing.T) {
 	ref := gpuRun(t, dev, base, "unlimited")
 	for _, f := range []float64{0.5, 0.25} {
 		budget := ref.nonModel + int64(f*float64(ref.peak-ref.nonModel))
-		var first *parallel.State
+		var first *engine.State
 		for _, v := range []struct {
 			name string
 			sync string
@@ -88,7 +89,7 @@ func TestGPUPrefetch(t *testing.T) {
 func gpuRun(t *testing.T, dev kernels.Backend, cfg Config, name string) gpuResult {
 	w := &watchBackend{Backend: dev, budget: cfg.DeviceBudget}
 	m := model.NewResNet18(w, model.Config{Width: 64, InChannels: 3, NumClasses: 10, DType: kernels.F16, Seed: 5})
-	g, err := New(w, parallel.NewHostTensorComm(parallel.NewGroup(1).Comm(0)), m, cfg)
+	g, err := New(w, cpu.New(), comm.NewHostTensorComm(comm.NewGroup(1).Comm(0)), m, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func testDataIdx() []int { return make([]int, testData().N/100) }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
-func maxParamDiff(a, b *parallel.State) float64 {
+func maxParamDiff(a, b *engine.State) float64 {
 	worst := 0.0
 	for i := range a.Model {
 		for j, x := range a.Model[i].Data {
@@ -155,7 +156,7 @@ func TestGPUMatchesDDP(t *testing.T) {
 	base := Config{Precision: kernels.F16, Scaler: testScaler, ShardParamFrac: 1, Placement: Static}
 	host := base
 	host.OffloadOptimFrac = 1
-	runs := map[string]*parallel.State{
+	runs := map[string]*engine.State{
 		"gpu-devadam":  diagGemini(t, dev, base),
 		"gpu-hostadam": diagGemini(t, dev, host),
 		"cpu":          diagGemini(t, cpu.New(), base),
@@ -176,9 +177,9 @@ func TestGPUMatchesDDP(t *testing.T) {
 
 const diagSteps = 1
 
-func diagGemini(t *testing.T, be kernels.Backend, cfg Config) *parallel.State {
+func diagGemini(t *testing.T, be kernels.Backend, cfg Config) *engine.State {
 	m := model.NewResNet18(be, model.Config{Width: 64, InChannels: 3, NumClasses: 10, DType: kernels.F16, Seed: 5})
-	g, err := New(be, parallel.NewHostTensorComm(parallel.NewGroup(1).Comm(0)), m, cfg)
+	g, err := New(be, cpu.New(), comm.NewHostTensorComm(comm.NewGroup(1).Comm(0)), m, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,10 +204,10 @@ func diagGemini(t *testing.T, be kernels.Backend, cfg Config) *parallel.State {
 	return st
 }
 
-func diagDDP(t *testing.T, be kernels.Backend) *parallel.State {
+func diagDDP(t *testing.T, be kernels.Backend) *engine.State {
 	m := model.NewResNet18(be, model.Config{Width: 64, InChannels: 3, NumClasses: 10, DType: kernels.F16, Seed: 5})
-	e, err := parallel.NewEngine(be, parallel.NewStagedComm(be, parallel.NewGroup(1).Comm(0)), m,
-		parallel.EngineConfig{Plugin: parallel.TorchDDP, Precision: kernels.F16, Scaler: testScaler})
+	e, err := engine.NewEngine(be, comm.NewStagedComm(be, comm.NewGroup(1).Comm(0)), m,
+		engine.EngineConfig{Plugin: engine.TorchDDP, Precision: kernels.F16, Scaler: testScaler})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func diagDDP(t *testing.T, be kernels.Backend) *parallel.State {
 	return st
 }
 
-func worstDiff(a, b *parallel.State) (float64, string) {
+func worstDiff(a, b *engine.State) (float64, string) {
 	worst, where := 0.0, ""
 	for i := range a.Model {
 		if strings.Contains(a.Model[i].Name, "running_") {

@@ -5,11 +5,12 @@ import (
 	"sync"
 	"testing"
 
+	"resnetlab/comm"
 	"resnetlab/data"
+	"resnetlab/engine"
 	"resnetlab/kernels"
 	"resnetlab/kernels/cpu"
 	"resnetlab/model"
-	"resnetlab/parallel"
 )
 
 // The tests train a width-8 ResNet-18 on synthetic images with CPU ranks:
@@ -23,7 +24,7 @@ var testData = sync.OnceValue(func() *data.Dataset {
 	return train
 })
 
-var testScaler = parallel.ScalerConfig{InitialScale: 32, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 1000, Hysteresis: 2}
+var testScaler = engine.ScalerConfig{InitialScale: 32, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 1000, Hysteresis: 2}
 
 // batchOf uploads batch step of epoch 0 of rank/world's shard.
 func batchOf(be kernels.Backend, dt kernels.DType, batch, step, rank, world int) (x, y *kernels.Tensor) {
@@ -96,7 +97,7 @@ func (w *watchBackend) Peak() int64 {
 
 // rankResult is what one rank of a run returns.
 type rankResult struct {
-	state  *parallel.State
+	state  *engine.State
 	stats  Stats
 	peak   int64 // device peak over the steps (watchBackend)
 	over   int   // allocations over the budget
@@ -117,9 +118,9 @@ type runSpec struct {
 	from, steps  int // batches from..steps-1 of epoch 0
 	lr           float32
 	gem          Config
-	deviceComm   bool            // parallel.DeviceComm instead of HostTensorComm
-	load         *parallel.State // loaded before the first step when set
-	lag          int             // > 0: moves go through a lagMover with this lag
+	deviceComm   bool          // comm.DeviceComm instead of HostTensorComm
+	load         *engine.State // loaded before the first step when set
+	lag          int           // > 0: moves go through a lagMover with this lag
 }
 
 // runGemini trains spec on world CPU ranks.
@@ -134,7 +135,7 @@ func runGemini(t testing.TB, spec runSpec) []rankResult {
 
 func runGeminiErr(spec runSpec) ([]rankResult, error) {
 	out := make([]rankResult, spec.world)
-	err := parallel.Launch(spec.world, func(c *parallel.Coordinator) error {
+	err := comm.Launch(spec.world, func(c *comm.Coordinator) error {
 		r := &out[c.Rank()]
 		r.events = map[string]int{}
 		cfg := spec.gem
@@ -159,13 +160,13 @@ func runGeminiErr(spec runSpec) ([]rankResult, error) {
 			dev = r.lag
 		}
 		m := newModel(dev, cfg.Precision)
-		var comm parallel.DeviceCommunicator = parallel.NewHostTensorComm(c.Comm())
+		var dc comm.DeviceCommunicator = comm.NewHostTensorComm(c.Comm())
 		if spec.deviceComm { // on the wrapped backend, which owns the tensors
-			if comm, err = parallel.NewDeviceComm(w.Backend, c.Comm()); err != nil {
+			if dc, err = comm.NewDeviceComm(w.Backend, c.Comm()); err != nil {
 				return err
 			}
 		}
-		g, err := New(dev, comm, m, cfg)
+		g, err := New(dev, cpu.New(), dc, m, cfg)
 		if err != nil {
 			return err
 		}
@@ -207,14 +208,14 @@ func runGeminiErr(spec runSpec) ([]rankResult, error) {
 	return out, err
 }
 
-// runEngine trains the same batches with parallel.Engine.
-func runEngine(t testing.TB, spec runSpec, ecfg parallel.EngineConfig) []*parallel.State {
+// runEngine trains the same batches with engine.Engine.
+func runEngine(t testing.TB, spec runSpec, ecfg engine.EngineConfig) []*engine.State {
 	t.Helper()
-	out := make([]*parallel.State, spec.world)
-	err := parallel.Launch(spec.world, func(c *parallel.Coordinator) error {
+	out := make([]*engine.State, spec.world)
+	err := comm.Launch(spec.world, func(c *comm.Coordinator) error {
 		be := cpu.New()
 		m := newModel(be, ecfg.Precision)
-		e, err := parallel.NewEngine(be, parallel.NewHostTensorComm(c.Comm()), m, ecfg)
+		e, err := engine.NewEngine(be, comm.NewHostTensorComm(c.Comm()), m, ecfg)
 		if err != nil {
 			return err
 		}
@@ -241,7 +242,7 @@ func runEngine(t testing.TB, spec runSpec, ecfg parallel.EngineConfig) []*parall
 }
 
 // stateDiff describes the first difference between two states ("" if none).
-func stateDiff(a, b *parallel.State) string {
+func stateDiff(a, b *engine.State) string {
 	if len(a.Model) != len(b.Model) || a.Step != b.Step {
 		return fmt.Sprintf("%d/%d model entries, step %d/%d", len(a.Model), len(b.Model), a.Step, b.Step)
 	}

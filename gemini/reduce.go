@@ -3,15 +3,15 @@ package gemini
 import (
 	"fmt"
 
+	"resnetlab/comm"
 	"resnetlab/kernels"
-	"resnetlab/parallel"
 )
 
 // reduce (keeping the operator's chunks keep resident) averages chunk c's gradients over ranks into this rank's fp32
 // gradient shard, which goes where c's optimizer chunk lives, and frees the
 // gradient buffer. Sharded chunks reduce-scatter (each rank receives the
 // average of its own block), replicated chunks all-reduce; both sum in
-// rank order on the host communicator, exactly as parallel.Engine does, so
+// rank order on the host communicator, exactly as engine.Engine does, so
 // the averages are bit-identical to DDP's and ZeRO's.
 func (g *Gemini) reduce(k int, c *chunk, keep []*chunk) {
 	o := &c.opt
@@ -42,7 +42,7 @@ func (g *Gemini) reduce(k int, c *chunk, keep []*chunk) {
 	g.dev.Copy(tmp, c.grad.t)
 	g.freeSlot(&c.grad)
 	if !c.sharded {
-		if err := g.comm.AllReduce(tmp, parallel.Avg); err != nil {
+		if err := g.comm.AllReduce(tmp, comm.Avg); err != nil {
 			g.fail(fmt.Errorf("gemini: all-reduce of chunk %d's gradients: %w", c.id, err))
 		}
 		if o.on == Device {
@@ -55,7 +55,7 @@ func (g *Gemini) reduce(k int, c *chunk, keep []*chunk) {
 		return
 	}
 	own := kernels.View(tmp, c.ownOff, c.shardLen)
-	if err := g.comm.ReduceScatter(own, tmp, parallel.Avg); err != nil {
+	if err := g.comm.ReduceScatter(own, tmp, comm.Avg); err != nil {
 		g.fail(fmt.Errorf("gemini: reduce-scatter of chunk %d's gradients: %w", c.id, err))
 	}
 	o.g = g.alloc(o.on, kernels.CatGrads, kernels.F32, c.shardLen)

@@ -3,17 +3,18 @@ package gemini
 import (
 	"fmt"
 
+	"resnetlab/comm"
+	"resnetlab/engine"
 	"resnetlab/kernels"
-	"resnetlab/parallel"
 )
 
 // Step runs forward, backward (the hooks fetch, release and reduce chunks
 // as it goes), the overflow vote and HybridAdam on one batch.
-func (g *Gemini) Step(x, labels *kernels.Tensor, lr float32) (parallel.StepStats, error) {
+func (g *Gemini) Step(x, labels *kernels.Tensor, lr float32) (engine.StepStats, error) {
 	g.beginStep()
 	defer func() { g.training = false }()
 	scale := float32(1)
-	var st parallel.StepStats
+	var st engine.StepStats
 	if g.scaler != nil {
 		scale = float32(g.scaler.Scale)
 		st.LossScale = g.scaler.Scale
@@ -87,7 +88,7 @@ func (g *Gemini) overflow() (bool, error) {
 		v = 1
 	}
 	g.dev.Fill(g.flag, v)
-	if err := g.comm.AllReduce(g.flag, parallel.Sum); err != nil {
+	if err := g.comm.AllReduce(g.flag, comm.Sum); err != nil {
 		return false, fmt.Errorf("gemini: overflow vote: %w", err)
 	}
 	var h [1]float32
@@ -151,7 +152,7 @@ func (g *Gemini) freeGradShards() {
 }
 
 // syncBuffers gives every rank rank 0's batch-norm running statistics, as
-// parallel.Engine does (torch DDP's broadcast_buffers).
+// engine.Engine does (torch DDP's broadcast_buffers).
 func (g *Gemini) syncBuffers() error {
 	if g.world == 1 {
 		return nil

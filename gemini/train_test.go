@@ -3,8 +3,8 @@ package gemini
 import (
 	"testing"
 
+	"resnetlab/engine"
 	"resnetlab/kernels"
-	"resnetlab/parallel"
 )
 
 func TestGeminiMatchesDDPAndZeRO(t *testing.T) {
@@ -13,7 +13,7 @@ func TestGeminiMatchesDDPAndZeRO(t *testing.T) {
 			spec := runSpec{world: world, batch: 8, steps: 3, lr: 2e-3,
 				gem: Config{Precision: dt, Scaler: testScaler, ShardParamFrac: 1}}
 			gem := runGemini(t, spec)
-			ddp := runEngine(t, spec, parallel.EngineConfig{Plugin: parallel.TorchDDP, Precision: dt, Scaler: testScaler})
+			ddp := runEngine(t, spec, engine.EngineConfig{Plugin: engine.TorchDDP, Precision: dt, Scaler: testScaler})
 			for r := range gem {
 				if d := stateDiff(ddp[0], gem[r].state); d != "" {
 					t.Errorf("%s world %d rank %d: Gemini differs from DDP: %s", dt, world, r, d)
@@ -21,14 +21,14 @@ func TestGeminiMatchesDDPAndZeRO(t *testing.T) {
 			}
 			other := spec
 			other.lr = 1e-3
-			if d := stateDiff(runEngine(t, other, parallel.EngineConfig{Plugin: parallel.TorchDDP, Precision: dt, Scaler: testScaler})[0], gem[0].state); d == "" {
+			if d := stateDiff(runEngine(t, other, engine.EngineConfig{Plugin: engine.TorchDDP, Precision: dt, Scaler: testScaler})[0], gem[0].state); d == "" {
 				t.Fatalf("%s world %d: a different learning rate gives the same state: the comparison has no power", dt, world)
 			}
 			if gem[0].state.Step != 3 {
 				t.Fatalf("%s world %d: %d Adam steps, want 3", dt, world, gem[0].state.Step)
 			}
 			if world == 2 {
-				zero := runEngine(t, spec, parallel.EngineConfig{Plugin: parallel.LowLevelZero, ZeroStage: 2, Precision: dt, Scaler: testScaler})
+				zero := runEngine(t, spec, engine.EngineConfig{Plugin: engine.LowLevelZero, ZeroStage: 2, Precision: dt, Scaler: testScaler})
 				if d := stateDiff(zero[1], gem[1].state); d != "" {
 					t.Errorf("%s: Gemini differs from ZeRO-2: %s", dt, d)
 				}
@@ -46,7 +46,7 @@ func TestPartlyShardedMatchesDDP(t *testing.T) {
 	spec := runSpec{world: 2, batch: 4, steps: 2, lr: 2e-3,
 		gem: Config{Precision: kernels.F16, Scaler: testScaler, ShardParamFrac: 0.5, ChunkElems: 36864}}
 	gem := runGemini(t, spec)
-	ddp := runEngine(t, spec, parallel.EngineConfig{Plugin: parallel.TorchDDP, Precision: kernels.F16, Scaler: testScaler})
+	ddp := runEngine(t, spec, engine.EngineConfig{Plugin: engine.TorchDDP, Precision: kernels.F16, Scaler: testScaler})
 	sharded, kept := 0, 0
 	for _, c := range gem[0].chunks {
 		if c.Sharded {
@@ -105,7 +105,7 @@ func TestStaticOffloadPlacement(t *testing.T) {
 
 // Gemini's chunk collectives (broadcast of the initial chunks, all-gather
 // of shards, reduce-scatter and all-reduce of gradients, in place on
-// views) over parallel.DeviceComm give the host comm's bits with 2 ranks.
+// views) over comm.DeviceComm give the host comm's bits with 2 ranks.
 func TestGeminiOverDeviceComm(t *testing.T) {
 	for _, frac := range []float64{1, 0.5} {
 		spec := runSpec{world: 2, batch: 8, steps: 3, lr: 2e-3,

@@ -238,7 +238,7 @@ type Fence uintptr
 
 // Peer is the optional interface of backends whose ranks in one process
 // exchange tensors directly, without staging through host memory
-// (parallel.DeviceComm). Several backends of one kind may live in a process,
+// (comm.DeviceComm). Several backends of one kind may live in a process,
 // one per rank, on the same device (sharing its context) or on different
 // devices; each issues ops on its own stream.
 type Peer interface {

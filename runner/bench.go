@@ -9,9 +9,10 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"resnetlab/comm"
+	"resnetlab/engine"
 	"resnetlab/kernels"
 	"resnetlab/model"
-	"resnetlab/parallel"
 )
 
 // BenchOptions selects what Bench times.
@@ -28,7 +29,7 @@ type BenchOptions struct {
 	Profile int
 	// Graphs times every precision twice: eagerly, then with forward, loss
 	// and backward replayed as a captured graph (EngineConfig.Graphs; needs
-	// Warmup > parallel.DefaultGraphWarmup so the capture is not timed).
+	// Warmup > engine.DefaultGraphWarmup so the capture is not timed).
 	// Both results then carry the digest of the training state after the
 	// timed steps, which must be equal. Profiles are taken eagerly only.
 	Graphs bool
@@ -61,9 +62,9 @@ func Bench(ctx context.Context, o BenchOptions) ([]BenchResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Graphs && o.Warmup <= parallel.DefaultGraphWarmup {
+	if o.Graphs && o.Warmup <= engine.DefaultGraphWarmup {
 		return nil, fmt.Errorf("--graphs needs --warmup > %d: the graph is captured after %d eager steps, and the capture should not be timed",
-			parallel.DefaultGraphWarmup, parallel.DefaultGraphWarmup)
+			engine.DefaultGraphWarmup, engine.DefaultGraphWarmup)
 	}
 	if o.Graphs && plan.kind != "cuda" && benchWrap == nil {
 		return nil, fmt.Errorf("--graphs needs a backend that captures graphs (cuda); %s does not", plan.kind)
@@ -105,11 +106,11 @@ func benchOne(plan backendPlan, o BenchOptions, precision string, graphs bool) (
 	}
 	m := model.NewResNet18(be, model.Config{Width: o.Width, InChannels: 3, NumClasses: 10, DType: dt, Seed: 1})
 	defer m.Free()
-	cfg := parallel.EngineConfig{Plugin: o.Plugin, Precision: dt, ZeroStage: 1,
-		Scaler: parallel.ScalerConfig{InitialScale: 32, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 1000, Hysteresis: 2},
+	cfg := engine.EngineConfig{Plugin: o.Plugin, Precision: dt, ZeroStage: 1,
+		Scaler: engine.ScalerConfig{InitialScale: 32, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 1000, Hysteresis: 2},
 		Graphs: graphs}
-	g := parallel.NewGroup(1)
-	e, err := parallel.NewEngine(be, parallel.NewStagedComm(be, g.Comm(0)), m, cfg)
+	g := comm.NewGroup(1)
+	e, err := engine.NewEngine(be, comm.NewStagedComm(be, g.Comm(0)), m, cfg)
 	if err != nil {
 		return BenchResult{}, err
 	}
@@ -166,7 +167,7 @@ func benchOne(plan backendPlan, o BenchOptions, precision string, graphs bool) (
 
 // timeSteps runs n training steps and returns their wall time in seconds,
 // with the device synchronised at the end.
-func timeSteps(be kernels.Backend, e *parallel.Engine, x, y *kernels.Tensor, n int) (float64, error) {
+func timeSteps(be kernels.Backend, e *engine.Engine, x, y *kernels.Tensor, n int) (float64, error) {
 	t0 := time.Now()
 	for i := 0; i < n; i++ {
 		if _, err := e.Step(x, y, 1e-3); err != nil {
@@ -181,7 +182,7 @@ func timeSteps(be kernels.Backend, e *parallel.Engine, x, y *kernels.Tensor, n i
 
 // stateSHA digests the engine's training state: weights, buffers, batch
 // counters and Adam moments.
-func stateSHA(e *parallel.Engine) (string, error) {
+func stateSHA(e *engine.Engine) (string, error) {
 	st, err := e.State()
 	if err != nil {
 		return "", err

@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"resnetlab/engine"
 	"resnetlab/model"
-	"resnetlab/parallel"
 )
 
 // Checkpoint contents. model_E.pth holds the full model (torchvision keys,
@@ -75,7 +75,7 @@ func stateDictOf(ts []TensorEntry) []model.NamedTensor {
 	return out
 }
 
-func optimizerEntries(st *parallel.State) []TensorEntry {
+func optimizerEntries(st *engine.State) []TensorEntry {
 	ts := []TensorEntry{{Name: "step", DType: DTypeI64, Shape: []int{}, I64: []int64{int64(st.Step)}}}
 	for i := range st.ExpAvg {
 		n := len(st.ExpAvg[i])
@@ -87,7 +87,7 @@ func optimizerEntries(st *parallel.State) []TensorEntry {
 }
 
 // saveCheckpoint writes the three files of st; it returns their paths.
-func saveCheckpoint(dir string, st *parallel.State, meta ckptMeta, sched model.MultiStepLR) ([]string, error) {
+func saveCheckpoint(dir string, st *engine.State, meta ckptMeta, sched model.MultiStepLR) ([]string, error) {
 	mp, op, sp := CheckpointPaths(dir, meta.Epoch)
 	om := meta.toMap()
 	if st.Scaler != nil {
@@ -122,7 +122,7 @@ func saveCheckpoint(dir string, st *parallel.State, meta ckptMeta, sched model.M
 
 // loadedCheckpoint is a checkpoint read back from disk.
 type loadedCheckpoint struct {
-	state *parallel.State
+	state *engine.State
 	epoch int
 	step  int // steps done within epoch (== steps per epoch when complete)
 	spe   int
@@ -151,7 +151,7 @@ func loadCheckpoint(dir string, epoch int) (*loadedCheckpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	lc := &loadedCheckpoint{epoch: epoch, state: &parallel.State{Model: stateDictOf(mts)},
+	lc := &loadedCheckpoint{epoch: epoch, state: &engine.State{Model: stateDictOf(mts)},
 		history: historyFromMeta(sm["history"]), partial: partialFromMeta(sm["partial_epoch"])}
 	if lc.step, err = MetaInt(meta, "step"); err != nil {
 		return nil, fmt.Errorf("%s: %w", mp, err)
@@ -165,7 +165,7 @@ func loadCheckpoint(dir string, epoch int) (*loadedCheckpoint, error) {
 	return lc, nil
 }
 
-func readOptimizer(path string, meta map[string]any, ts []TensorEntry, st *parallel.State) error {
+func readOptimizer(path string, meta map[string]any, ts []TensorEntry, st *engine.State) error {
 	byName := map[string]*TensorEntry{}
 	for i := range ts {
 		byName[ts[i].Name] = &ts[i]
@@ -188,7 +188,7 @@ func readOptimizer(path string, meta map[string]any, ts []TensorEntry, st *paral
 		good, _ := MetaInt(meta, "scaler_good_steps")
 		over, _ := MetaInt(meta, "scaler_overflows")
 		skipped, _ := MetaInt(meta, "scaler_skipped")
-		st.Scaler = &parallel.LossScaler{Scale: scale, GoodSteps: good, Overflows: over, SkipCount: skipped}
+		st.Scaler = &engine.LossScaler{Scale: scale, GoodSteps: good, Overflows: over, SkipCount: skipped}
 	}
 	return nil
 }
@@ -209,7 +209,7 @@ func fileSHA256(path string) (string, error) {
 
 // modelDigest is the SHA-256 of the model file a checkpoint of st would
 // have, for runs that keep no checkpoints.
-func modelDigest(st *parallel.State, meta ckptMeta) (string, error) {
+func modelDigest(st *engine.State, meta ckptMeta) (string, error) {
 	dir, err := os.MkdirTemp("", "resnetlab-digest-")
 	if err != nil {
 		return "", err

@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"strings"
 
+	"resnetlab/comm"
 	"resnetlab/kernels"
-	"resnetlab/parallel"
 )
 
 // The communicator kinds a run resolves the spec's comm key to.
 const (
 	commHost   = "host"        // CPU ranks: host collectives on the tensors themselves
 	commStaged = "host-staged" // GPU ranks through host memory (comm = "host")
-	commDevice = "device"      // GPU ranks: peer copies and reduce kernels (parallel.DeviceComm)
+	commDevice = "device"      // GPU ranks: peer copies and reduce kernels (comm.DeviceComm)
 	commNCCL   = "nccl"        // GPU ranks, one per GPU: NCCL behind a host agreement check
 )
 
@@ -69,7 +69,7 @@ func (j *job) startComm() error {
 		j.logf("info", "%s", j.commLine(""))
 		return nil
 	}
-	lib, err := parallel.LoadNCCL()
+	lib, err := comm.LoadNCCL()
 	if err != nil {
 		return err
 	}
@@ -96,21 +96,21 @@ func (j *job) commLine(detail string) string {
 }
 
 // comm makes rank r's communicator for its backend's tensors.
-func (j *job) comm(r int, be kernels.Backend) (parallel.DeviceCommunicator, error) {
+func (j *job) comm(r int, be kernels.Backend) (comm.DeviceCommunicator, error) {
 	c := j.group.Comm(r)
 	switch j.commKind {
 	case commHost:
-		return parallel.NewHostTensorComm(c), nil
+		return comm.NewHostTensorComm(c), nil
 	case commStaged:
-		return parallel.NewStagedComm(be, c), nil
+		return comm.NewStagedComm(be, c), nil
 	case commDevice:
-		return parallel.NewDeviceComm(be, c)
+		return comm.NewDeviceComm(be, c)
 	case commNCCL:
 		tc, err := j.nccl[r].ForBackend(be)
 		if err != nil {
 			return nil, err
 		}
-		return parallel.NewCheckedComm(tc, c)
+		return comm.NewCheckedComm(tc, c)
 	}
 	return nil, fmt.Errorf("unknown communicator %q", j.commKind)
 }
@@ -118,10 +118,10 @@ func (j *job) comm(r int, be kernels.Backend) (parallel.DeviceCommunicator, erro
 // closeComm releases rank r's communicator before its backend closes.
 func (j *job) closeComm(r int, rs *rankState) {
 	switch c := rs.comm.(type) {
-	case *parallel.DeviceComm:
+	case *comm.DeviceComm:
 		c.Free()
-	case *parallel.CheckedComm:
-		if tc, ok := c.D.(*parallel.NCCLTensorComm); ok {
+	case *comm.CheckedComm:
+		if tc, ok := c.D.(*comm.NCCLTensorComm); ok {
 			tc.Free()
 		}
 	}

@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"resnetlab/comm"
+	"resnetlab/engine"
 	"resnetlab/kernels"
-	"resnetlab/parallel"
 )
 
 func TestPlanComm(t *testing.T) {
@@ -70,7 +71,7 @@ func TestRunLogsComm(t *testing.T) {
 func TestDeviceCommWiring(t *testing.T) {
 	for _, plugin := range []string{PluginLowLevelZero, PluginGemini} {
 		extra := "[[run]]\nplugin = \"" + plugin + "\"\ngpus = 2\n[zero]\nstage = 2"
-		var states []*parallel.State
+		var states []*engine.State
 		for _, kind := range []string{commHost, commDevice} {
 			s, cells, _, err := RunOptions{}.Apply(tinySpec(t, extra))
 			if err != nil {
@@ -85,7 +86,7 @@ func TestDeviceCommWiring(t *testing.T) {
 			if err := j.setup(); err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := j.ranks[1].comm.(*parallel.DeviceComm); ok != (kind == commDevice) {
+			if _, ok := j.ranks[1].comm.(*comm.DeviceComm); ok != (kind == commDevice) {
 				t.Fatalf("%s: rank 1 got %T", kind, j.ranks[1].comm)
 			}
 			for j.step = 0; j.step < 3; j.step++ {

@@ -1,17 +1,19 @@
 package runner
 
 import (
-	"resnetlab/kernels"
+	"resnetlab/comm"
+	"resnetlab/engine"
 	"resnetlab/gemini"
+	"resnetlab/kernels"
+	"resnetlab/kernels/cpu"
 	"resnetlab/model"
-	"resnetlab/parallel"
 )
 
 // newGemini builds rank r's Gemini engine from the spec's [gemini] table
 // and forwards its chunk events to the run's event stream.
-func (j *job) newGemini(r int, be kernels.Backend, comm parallel.DeviceCommunicator, m *model.ResNet, sc parallel.ScalerConfig) (parallel.Trainer, error) {
+func (j *job) newGemini(r int, be kernels.Backend, dc comm.DeviceCommunicator, m *model.ResNet, sc engine.ScalerConfig) (engine.Trainer, error) {
 	gs := j.spec.Gemini
-	return gemini.New(be, comm, m, gemini.Config{Precision: j.precision, Scaler: sc,
+	return gemini.New(be, cpu.New(), dc, m, gemini.Config{Precision: j.precision, Scaler: sc,
 		Placement: gs.Placement, DeviceBudget: gs.DeviceBudget, ChunkElems: int(gs.ChunkSize / int64(j.precision.Size())),
 		ShardParamFrac: gs.ShardParamFrac, OffloadOptimFrac: gs.OffloadOptimFrac, OffloadParamFrac: gs.OffloadParamFrac,
 		GPUMarginMemRatio: gs.GPUMarginMemRatio, MaxPrefetch: gs.MaxPrefetch, OnEvent: func(e any) { j.geminiEvent(e) }})
@@ -34,7 +36,7 @@ func (j *job) geminiEvent(e any) {
 
 // geminiSummary logs rank 0's chunk traffic at the end of a Gemini run:
 // what a budget costs, and how much prefetch hid.
-func (j *job) geminiSummary(eng parallel.Trainer) {
+func (j *job) geminiSummary(eng engine.Trainer) {
 	g, ok := eng.(*gemini.Gemini)
 	if !ok {
 		return

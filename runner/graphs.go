@@ -3,12 +3,12 @@ package runner
 import (
 	"fmt"
 
+	"resnetlab/engine"
 	"resnetlab/kernels"
-	"resnetlab/parallel"
 )
 
 // cuda_graphs: the engine replays the compute part of a step (forward,
-// loss, backward) as a captured graph; see parallel/graph.go for the split.
+// loss, backward) as a captured graph; see engine/graph.go for the split.
 // The runner decides where that is possible, logs why not elsewhere, and
 // drops the graph after an evaluation (it runs the same model at another
 // batch size, which may move its activation buffers).
@@ -33,7 +33,7 @@ func (j *job) graphsWhyNot(be kernels.Backend) string {
 }
 
 // withGraphs is the engine config of rank backend be.
-func (j *job) withGraphs(c parallel.EngineConfig, be kernels.Backend) parallel.EngineConfig {
+func (j *job) withGraphs(c engine.EngineConfig, be kernels.Backend) engine.EngineConfig {
 	c.Graphs = j.spec.CUDAGraphs && j.graphsWhyNot(be) == ""
 	return c
 }
@@ -48,13 +48,13 @@ func (j *job) logGraphs() {
 		return
 	}
 	j.logf("info", "cuda_graphs: forward, loss and backward replay as a graph after %d eager steps; "+
-		"the loss read, loss scaler and Adam stay eager", parallel.DefaultGraphWarmup)
+		"the loss read, loss scaler and Adam stay eager", engine.DefaultGraphWarmup)
 }
 
-// graphEngine is a trainer that replays captured steps (parallel.Engine).
+// graphEngine is a trainer that replays captured steps (engine.Engine).
 type graphEngine interface {
 	DropGraph()
-	GraphStats() parallel.GraphStats
+	GraphStats() engine.GraphStats
 }
 
 // dropGraphs makes every rank capture again after its warm-up steps.
@@ -67,7 +67,7 @@ func (j *job) dropGraphs() {
 }
 
 // graphSummary logs rank 0's captures and replays at the end of a run.
-func (j *job) graphSummary(eng parallel.Trainer) {
+func (j *job) graphSummary(eng engine.Trainer) {
 	g, ok := eng.(graphEngine)
 	if !ok || !j.spec.CUDAGraphs {
 		return

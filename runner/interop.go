@@ -18,11 +18,11 @@ import (
 	"strings"
 
 	"resnetlab/data"
+	"resnetlab/engine"
 	"resnetlab/kernels"
 	"resnetlab/kernels/cpu"
 	"resnetlab/model"
 	"resnetlab/model/torchfmt"
-	"resnetlab/parallel"
 )
 
 // Interchange formats of ExportModel.
@@ -294,8 +294,8 @@ func checkedStateDict(cfg model.Config, sd []model.NamedTensor) ([]model.NamedTe
 
 // freshState is the training state of a model no optimizer has touched:
 // zero Adam moments, step 0, no loss scaler.
-func freshState(sd []model.NamedTensor, paramLens []int) *parallel.State {
-	st := &parallel.State{Model: sd}
+func freshState(sd []model.NamedTensor, paramLens []int) *engine.State {
+	st := &engine.State{Model: sd}
 	for _, n := range paramLens {
 		st.ExpAvg = append(st.ExpAvg, make([]float32, n))
 		st.ExpAvgSq = append(st.ExpAvgSq, make([]float32, n))

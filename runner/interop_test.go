@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"resnetlab/engine"
 	"resnetlab/kernels"
 	"resnetlab/kernels/cpu"
 	"resnetlab/model"
 	"resnetlab/model/torchfmt"
-	"resnetlab/parallel"
 )
 
 // testStateDict is a width-w ResNet-18 state dict whose BN statistics and
@@ -46,7 +46,7 @@ func testStateDict(t *testing.T, w int, seed uint64) []model.NamedTensor {
 // Adam moments, as a trained run would leave it.
 func writeTestCheckpoint(t *testing.T, dir string, epoch int, sd []model.NamedTensor, meta ckptMeta) {
 	t.Helper()
-	st := &parallel.State{Model: sd, Step: 77}
+	st := &engine.State{Model: sd, Step: 77}
 	for _, n := range paramLens(sd) {
 		st.ExpAvg = append(st.ExpAvg, slices.Repeat([]float32{0.25}, n))
 		st.ExpAvgSq = append(st.ExpAvgSq, slices.Repeat([]float32{0.5}, n))

@@ -7,10 +7,11 @@ import (
 	"math"
 	"time"
 
+	"resnetlab/comm"
 	"resnetlab/data"
+	"resnetlab/engine"
 	"resnetlab/kernels"
 	"resnetlab/model"
-	"resnetlab/parallel"
 )
 
 // job trains one cell of a spec's grid: a driver goroutine (this one) and
@@ -28,10 +29,10 @@ type job struct {
 	sched       model.MultiStepLR
 	ranks       []*rankState
 	pool        *rankPool
-	group       *parallel.Group
-	commKind    string               // commHost, commStaged, commDevice or commNCCL (comm.go)
-	nccl        []*parallel.NCCLComm // per rank, with commNCCL
-	failed      bool                 // the run ended in an error (close aborts NCCL)
+	group       *comm.Group
+	commKind    string           // commHost, commStaged, commDevice or commNCCL (comm.go)
+	nccl        []*comm.NCCLComm // per rank, with commNCCL
+	failed      bool             // the run ended in an error (close aborts NCCL)
 
 	epoch, step int // position: 0-based epoch index, steps done in it
 	epochLoss   float64
@@ -48,13 +49,13 @@ type job struct {
 // rankState is what one rank owns.
 type rankState struct {
 	be     kernels.Backend
-	comm   parallel.DeviceCommunicator
-	eng    parallel.Trainer
+	comm   comm.DeviceCommunicator
+	eng    engine.Trainer
 	loader *data.Loader
 	xh, yh []float32
 	x, y   *kernels.Tensor
 	in     inputBuf
-	stats  parallel.StepStats
+	stats  engine.StepStats
 	// dev and devTest hold the data sets in the backend's memory when it
 	// builds the batches (nil: built on the host, uploaded through in).
 	dev, devTest *deviceSet
@@ -77,7 +78,7 @@ func (j *job) logf(level, format string, args ...any) {
 // setup opens every rank's backend and builds its model and engine.
 func (j *job) setup() error {
 	n := j.cell.GPUs
-	j.group = parallel.NewGroup(n)
+	j.group = comm.NewGroup(n)
 	j.pool = startRanks(n, j.group.Abort)
 	j.pool.explain = j.explainOOM // out of device memory: name the rank, its usage and the fix
 	j.ranks = make([]*rankState, n)
@@ -109,7 +110,7 @@ func (j *job) setup() error {
 		if j.cell.Plugin == PluginGemini {
 			rs.eng, err = j.newGemini(r, be, rs.comm, m, engCfg.Scaler)
 		} else {
-			rs.eng, err = parallel.NewEngine(be, rs.comm, m, j.withGraphs(engCfg, be))
+			rs.eng, err = engine.NewEngine(be, rs.comm, m, j.withGraphs(engCfg, be))
 		}
 		if err != nil {
 			return err
@@ -169,19 +170,19 @@ func (j *job) logInput() {
 	}
 }
 
-func (j *job) engineConfig() (parallel.EngineConfig, error) {
-	c := parallel.EngineConfig{Precision: j.precision, ZeroStage: j.spec.Zero.Stage}
+func (j *job) engineConfig() (engine.EngineConfig, error) {
+	c := engine.EngineConfig{Precision: j.precision, ZeroStage: j.spec.Zero.Stage}
 	switch j.cell.Plugin {
 	case PluginTorchDDP:
-		c.Plugin = parallel.TorchDDP
+		c.Plugin = engine.TorchDDP
 	case PluginLowLevelZero:
-		c.Plugin = parallel.LowLevelZero
+		c.Plugin = engine.LowLevelZero
 	case PluginGemini:
 	default:
 		return c, fmt.Errorf("unknown plugin %q", j.cell.Plugin)
 	}
 	ls := j.spec.LossScale(j.cell.Plugin)
-	c.Scaler = parallel.ScalerConfig{InitialScale: ls.InitialScale, GrowthFactor: ls.GrowthFactor,
+	c.Scaler = engine.ScalerConfig{InitialScale: ls.InitialScale, GrowthFactor: ls.GrowthFactor,
 		BackoffFactor: ls.BackoffFactor, GrowthInterval: ls.GrowthInterval, Hysteresis: ls.Hysteresis,
 		MinScale: ls.MinScale, MaxScale: ls.MaxScale}
 	return c, nil
@@ -228,7 +229,7 @@ func (j *job) trainStep(lr float32) error {
 		rs.be.Upload(rs.y, rs.yh)
 		st, err := rs.eng.Step(rs.x, rs.y, lr)
 		rs.stats = st
-		if errors.Is(err, parallel.ErrCapture) {
+		if errors.Is(err, engine.ErrCapture) {
 			return fmt.Errorf("%w (cuda_graphs = true in %s: set it to false to train eagerly)", err, j.spec.File)
 		}
 		if err != nil {
@@ -281,8 +282,8 @@ func (j *job) partial(step int) *partialEpoch {
 }
 
 // gatherState collects the full training state (a collective).
-func (j *job) gatherState() (*parallel.State, error) {
-	states := make([]*parallel.State, len(j.ranks))
+func (j *job) gatherState() (*engine.State, error) {
+	states := make([]*engine.State, len(j.ranks))
 	err := j.pool.do(func(r int) error {
 		st, err := j.ranks[r].eng.State()
 		states[r] = st

@@ -45,7 +45,7 @@
 #             calls run other stages (keep the machine warm: a call every 30 s)
 #   t80wait   wait for t80bg's table80 (T80_WAIT seconds), progress each minute
 #   comm      issue 4: the device communicator's GPU tests and all-reduce
-#             benchmark (.dev/parallel.test), then torch_ddp_fp16,
+#             benchmark (.dev/comm.test), then torch_ddp_fp16,
 #             low_level_zero and gemini 1 epoch with 2 ranks sharing GPU 0 over
 #             comm = "device"; with 2+ GPUs also one rank per GPU over
 #             "device" and "nccl" (COMM_HOST=1 adds the old host-staged path)
@@ -56,7 +56,7 @@
 #
 # Expects (carried in .dev/): resnetlab (CGO_ENABLED=0 build), torch_peer.py,
 # fmnist/*.gz; test binaries for some stages, built here:
-#   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/parallel.test ./parallel       (comm)
+#   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/comm.test ./comm       (comm)
 #   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/runner.test ./runner           (backends, graphs)
 #   CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/cudatest ./kernels/cuda        (fp16, mover)
 #   CGO_ENABLED=0 go test -c -tags gpu -ldflags='-s -w' -o .dev/memory_gpu.test ./memory   (mover)
@@ -322,13 +322,13 @@ for spec in sys.argv[1:]:
 EOF
 }
 
-# Issue 4. Device tests and benchmark of parallel.DeviceComm from the test
+# Issue 4. Device tests and benchmark of comm.DeviceComm from the test
 # binary, then 1 epoch of the three plugins that communicate most, with 2
 # ranks sharing GPU 0 (CUDA_VISIBLE_DEVICES=0 makes them share on any
 # machine). NCCL refuses two ranks on one GPU: its runs need 2 GPUs
 # (kind nvidia-h200-x2); on one GPU the stage shows the refusal once.
 stage_comm() {
-	local T=$PWD/.dev/parallel.test ngpu specs=() plugins c
+	local T=$PWD/.dev/comm.test ngpu specs=() plugins c
 	plugins='plugin = ["torch_ddp_fp16", "low_level_zero", "gemini"]'
 	ngpu=$(nvidia-smi -L | wc -l)
 	step "DeviceComm on the GPU: tests (2 and 3 ranks on GPU 0; with 2 GPUs across them, and NCCL) and benchmark"
@@ -336,7 +336,7 @@ stage_comm() {
 		timeout 300 "$T" -test.run 'Device|NCCL' -test.v
 		timeout 240 "$T" -test.run '^$' -test.bench 'DeviceComm' -test.benchtime 30x
 	else
-		echo "missing $T: build it with CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/parallel.test ./parallel"
+		echo "missing $T: build it with CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/comm.test ./comm"
 	fi
 	step "2 ranks sharing GPU 0, comm = device, 1 epoch"
 	CUDA_VISIBLE_DEVICES=0 timeout 240 "$B" run --headless "$(spec comm_dev_shared 1 'comm = "device"' \

@@ -7,7 +7,7 @@ import (
 	"resnetlab/kernels"
 )
 
-// Cross-rank data movement for parallel.DeviceComm: ranks of one process
+// Cross-rank data movement for comm.DeviceComm: ranks of one process
 // each have a Backend (own stream) on the same device, sharing its primary
 // context, or on different devices. A rank copies a peer's tensor with a
 // device copy on its own stream, and orders that copy after the peer's

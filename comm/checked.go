@@ -1,0 +1,95 @@
+package comm
+
+import (
+	"fmt"
+
+	"resnetlab/kernels"
+)
+
+// CheckedComm runs each collective of a DeviceCommunicator (NCCL) only once
+// every rank of an in-process Group has entered the same collective with
+// the same arguments: a host barrier on the group first, microseconds per
+// call. NCCL cannot tell that a peer rank has failed: its kernels would
+// wait for the peer forever, and so would this rank at its next Sync. With
+// the check, a failed rank aborts the group (as the runner does for every
+// failing rank) and its peers return an error wrapping ErrAborted before
+// they enqueue anything. Mismatched calls are reported on every rank, as
+// the host collectives do, instead of corrupting data or hanging.
+type CheckedComm struct {
+	D DeviceCommunicator
+	c *hostComm
+}
+
+var _ DeviceCommunicator = (*CheckedComm)(nil)
+
+// NewCheckedComm wraps d, rank c.Rank() of an in-process Group.
+func NewCheckedComm(d DeviceCommunicator, c Communicator) (*CheckedComm, error) {
+	hc, ok := c.(*hostComm)
+	if !ok {
+		return nil, fmt.Errorf("parallel: CheckedComm needs a communicator of an in-process Group, not %T", c)
+	}
+	if d.Rank() != hc.rank || d.WorldSize() != hc.g.world {
+		return nil, fmt.Errorf("parallel: CheckedComm: communicator is rank %d of %d, group comm rank %d of %d",
+			d.Rank(), d.WorldSize(), hc.rank, hc.g.world)
+	}
+	return &CheckedComm{D: d, c: hc}, nil
+}
+
+func (k *CheckedComm) Rank() int      { return k.D.Rank() }
+func (k *CheckedComm) WorldSize() int { return k.D.WorldSize() }
+
+// agree is the host half: publish, check, barrier (no data moves).
+func (k *CheckedComm) agree(cl call, t *kernels.Tensor) error {
+	cl.dev = true
+	if t != nil {
+		cl.dt = t.DType
+	}
+	return k.c.run(cl)
+}
+
+func (k *CheckedComm) AllReduce(t *kernels.Tensor, op Op) error {
+	if t == nil {
+		return fmt.Errorf("parallel: AllReduce: nil tensor")
+	}
+	if err := k.agree(call{kind: kAllReduce, op: op, n: t.Len(), bad: opCheck(op)}, t); err != nil {
+		return err
+	}
+	return k.D.AllReduce(t, op)
+}
+
+func (k *CheckedComm) ReduceScatter(dst, src *kernels.Tensor, op Op) error {
+	if dst == nil || src == nil {
+		return fmt.Errorf("parallel: ReduceScatter: nil tensor")
+	}
+	if err := k.agree(call{kind: kReduceScatter, op: op, n: dst.Len(), bad: opCheck(op)}, dst); err != nil {
+		return err
+	}
+	return k.D.ReduceScatter(dst, src, op)
+}
+
+func (k *CheckedComm) AllGather(dst, src *kernels.Tensor) error {
+	if dst == nil || src == nil {
+		return fmt.Errorf("parallel: AllGather: nil tensor")
+	}
+	if err := k.agree(call{kind: kAllGather, n: src.Len()}, src); err != nil {
+		return err
+	}
+	return k.D.AllGather(dst, src)
+}
+
+func (k *CheckedComm) Broadcast(t *kernels.Tensor, root int) error {
+	if t == nil {
+		return fmt.Errorf("parallel: Broadcast: nil tensor")
+	}
+	if err := k.agree(call{kind: kBroadcast, root: root, n: t.Len()}, t); err != nil {
+		return err
+	}
+	return k.D.Broadcast(t, root)
+}
+
+func (k *CheckedComm) Barrier() error {
+	if err := k.agree(call{kind: kBarrier}, nil); err != nil {
+		return err
+	}
+	return k.D.Barrier()
+}
