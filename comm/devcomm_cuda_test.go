@@ -102,7 +102,6 @@ func TestDeviceCommCUDAOrdering(t *testing.T) {
 	}
 }
 
-
 // TestNCCLCheckedCUDA runs the suite's collectives through NCCL (one rank
 // per GPU: NCCL refuses two ranks on one device) behind CheckedComm, with
 // ForBackend's stream and context binding: the runner's comm = "nccl".
