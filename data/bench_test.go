@@ -24,7 +24,7 @@ func BenchmarkLoadFashionMNIST(b *testing.B) {
 
 func BenchmarkBatch100Augment(b *testing.B) {
 	train, _ := Synthetic(1000, 0, 1)
-	l := NewLoader(train, 100, true, true, true, 1, 0, 1)
+	l := NewLoader(train, TrainOptions(100, 1, 0, 1))
 	x := make([]float32, 100*3*Plane)
 	y := make([]float32, 100)
 	b.ReportAllocs()

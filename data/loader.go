@@ -26,19 +26,37 @@ type Loader struct {
 	idxEpoch int
 }
 
-// NewLoader returns a loader of rank's share of ds. With shuffle the order
-// changes every epoch (seeded); with augment every sample is padded,
-// cropped and flipped with AugmentParams(seed, epoch, index); with dropLast
-// a last partial batch is skipped.
-func NewLoader(ds *Dataset, batch int, shuffle, dropLast, augment bool, seed uint64, rank, world int) *Loader {
-	if batch < 1 {
-		panic(fmt.Sprintf("data: batch size %d, expected >= 1", batch))
+// LoaderOptions configures a Loader. The zero value is the test-set
+// loader of a single process: in order, every sample, no augmentation.
+type LoaderOptions struct {
+	Batch    int    // per-rank batch size, >= 1
+	Shuffle  bool   // a new order every epoch, from Seed
+	DropLast bool   // skip a last partial batch
+	Augment  bool   // pad, crop and flip every sample with AugmentParams(Seed, epoch, index)
+	Seed     uint64 // the order's and the augmentation's seed
+	Rank     int    // this rank, in [0, World)
+	World    int    // ranks sharing the data set (0 means 1)
+}
+
+// TrainOptions are the training loader's options of the recipe:
+// shuffled, augmented, the last partial batch dropped.
+func TrainOptions(batch int, seed uint64, rank, world int) LoaderOptions {
+	return LoaderOptions{Batch: batch, Shuffle: true, DropLast: true, Augment: true, Seed: seed, Rank: rank, World: world}
+}
+
+// NewLoader returns a loader of the rank's share of ds.
+func NewLoader(ds *Dataset, o LoaderOptions) *Loader {
+	if o.World == 0 {
+		o.World = 1
 	}
-	if world < 1 || rank < 0 || rank >= world {
-		panic(fmt.Sprintf("data: rank %d of world %d: expected 0 <= rank < world", rank, world))
+	if o.Batch < 1 {
+		panic(fmt.Sprintf("data: batch size %d, expected >= 1", o.Batch))
 	}
-	return &Loader{ds: ds, batch: batch, shuffle: shuffle, dropLast: dropLast, augment: augment,
-		seed: seed, rank: rank, world: world, buf: make([]int, ds.N), idxEpoch: -1}
+	if o.World < 1 || o.Rank < 0 || o.Rank >= o.World {
+		panic(fmt.Sprintf("data: rank %d of world %d: expected 0 <= rank < world", o.Rank, o.World))
+	}
+	return &Loader{ds: ds, batch: o.Batch, shuffle: o.Shuffle, dropLast: o.DropLast, augment: o.Augment,
+		seed: o.Seed, rank: o.Rank, world: o.World, buf: make([]int, ds.N), idxEpoch: -1}
 }
 
 // Dataset is the loader's data set.

@@ -37,11 +37,11 @@ func loadBatch(t *testing.T, l *Loader, epoch, step int) map[int]sample {
 func TestLoaderWorldUnion(t *testing.T) {
 	train, _ := Synthetic(1050, 0, 2)
 	const seed = 77
-	one := NewLoader(train, 100, true, true, true, seed, 0, 1)
+	one := NewLoader(train, TrainOptions(100, seed, 0, 1))
 	for _, world := range []int{2, 4} {
 		ranks := make([]*Loader, world)
 		for r := range ranks {
-			ranks[r] = NewLoader(train, 100/world, true, true, true, seed, r, world)
+			ranks[r] = NewLoader(train, TrainOptions(100/world, seed, r, world))
 		}
 		if ranks[0].Steps(0) != one.Steps(0) {
 			t.Fatalf("world=%d: %d steps, world=1 has %d", world, ranks[0].Steps(0), one.Steps(0))
@@ -84,7 +84,7 @@ func compareBatches(t *testing.T, what string, got, want map[int]sample) {
 // AugmentParams(seed, epoch, index) and the labels against the data set.
 func TestLoaderAugmentsWithParams(t *testing.T) {
 	train, _ := Synthetic(64, 0, 1)
-	l := NewLoader(train, 16, true, true, true, 5, 1, 2)
+	l := NewLoader(train, TrainOptions(16, 5, 1, 2))
 	want := make([]float32, train.ImageLen())
 	for i, smp := range loadBatch(t, l, 2, 1) {
 		dy, dx, flip := AugmentParams(5, 2, i)
@@ -97,7 +97,7 @@ func TestLoaderAugmentsWithParams(t *testing.T) {
 
 func TestLoaderTestSetInOrder(t *testing.T) {
 	_, test := Synthetic(0, 250, 4)
-	l := NewLoader(test, 100, false, false, false, 0, 0, 1)
+	l := NewLoader(test, LoaderOptions{Batch: 100})
 	if l.Steps(0) != 3 {
 		t.Fatalf("%d steps for 250 samples at batch 100, want 3", l.Steps(0))
 	}
@@ -137,7 +137,7 @@ func TestLoaderSteps(t *testing.T) {
 		{100, 4, false, 3, 62}, // 1050/4 = 262 per rank
 	}
 	for _, c := range cases {
-		l := NewLoader(ds, c.batch, true, c.dropLast, false, 1, c.world-1, c.world)
+		l := NewLoader(ds, LoaderOptions{Batch: c.batch, Shuffle: true, DropLast: c.dropLast, Seed: 1, Rank: c.world - 1, World: c.world})
 		if l.Steps(0) != c.steps {
 			t.Fatalf("%+v: %d steps", c, l.Steps(0))
 		}
@@ -151,13 +151,13 @@ func TestLoaderSteps(t *testing.T) {
 // one that went through epochs 0..4 first.
 func TestLoaderResume(t *testing.T) {
 	ds, _ := Synthetic(300, 0, 1)
-	a := NewLoader(ds, 30, true, true, true, 8, 0, 1)
+	a := NewLoader(ds, TrainOptions(30, 8, 0, 1))
 	for e := 0; e < 5; e++ {
 		for s := 0; s < a.Steps(e); s++ {
 			loadBatch(t, a, e, s)
 		}
 	}
-	b := NewLoader(ds, 30, true, true, true, 8, 0, 1)
+	b := NewLoader(ds, TrainOptions(30, 8, 0, 1))
 	for s := 0; s < a.Steps(5); s++ {
 		compareBatches(t, fmt.Sprintf("epoch 5 step %d", s), loadBatch(t, b, 5, s), loadBatch(t, a, 5, s))
 	}
@@ -165,7 +165,7 @@ func TestLoaderResume(t *testing.T) {
 
 func TestBatchDoesNotAllocate(t *testing.T) {
 	ds, _ := Synthetic(200, 0, 1)
-	l := NewLoader(ds, 50, true, true, true, 1, 1, 2)
+	l := NewLoader(ds, TrainOptions(50, 1, 1, 2))
 	x := make([]float32, 50*ds.ImageLen())
 	y := make([]float32, 50)
 	epoch := 0

@@ -27,7 +27,7 @@ var testData = sync.OnceValue(func() *data.Dataset {
 // batchOf uploads batch step of epoch 0 of rank/world's shard.
 func batchOf(be kernels.Backend, dt kernels.DType, batch, step, rank, world int) Batch {
 	ds := testData()
-	l := data.NewLoader(ds, batch, true, true, true, 3, rank, world)
+	l := data.NewLoader(ds, data.TrainOptions(batch, 3, rank, world))
 	x := make([]float32, batch*ds.ImageLen())
 	y := make([]float32, batch)
 	l.Batch(0, step, x, y)

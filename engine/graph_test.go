@@ -55,7 +55,7 @@ func trainFixed(t *testing.T, cfg EngineConfig, steps int, graphs bool) graphRun
 func fixedSteps(e *Engine, be kernels.Backend, dt kernels.DType, steps int, run *graphRun) error {
 	const batch = 16
 	ds := testData()
-	l := data.NewLoader(ds, batch, true, true, true, 3, 0, 1)
+	l := data.NewLoader(ds, data.TrainOptions(batch, 3, 0, 1))
 	xh, yh := make([]float32, batch*ds.ImageLen()), make([]float32, batch)
 	x := be.New(kernels.CatData, dt, batch, ds.C, 32, 32)
 	y := be.New(kernels.CatData, kernels.F32, batch)

@@ -29,7 +29,7 @@ var testScaler = engine.ScalerConfig{InitialScale: 32, GrowthFactor: 2, BackoffF
 // batchOf uploads batch step of epoch 0 of rank/world's shard.
 func batchOf(be kernels.Backend, dt kernels.DType, batch, step, rank, world int) (x, y *kernels.Tensor) {
 	ds := testData()
-	l := data.NewLoader(ds, batch, true, true, true, 3, rank, world)
+	l := data.NewLoader(ds, data.TrainOptions(batch, 3, rank, world))
 	xh := make([]float32, batch*ds.ImageLen())
 	yh := make([]float32, batch)
 	l.Batch(0, step, xh, yh)

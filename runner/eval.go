@@ -18,7 +18,7 @@ func evaluateModel(m *model.ResNet, be kernels.Backend, test *data.Dataset, dev 
 		batch = EvalBatch
 	}
 	classes := len(test.Classes)
-	loader := data.NewLoader(test, batch, false, false, false, 0, 0, 1)
+	loader := data.NewLoader(test, data.LoaderOptions{Batch: batch})
 	var xh []float32
 	if dev == nil {
 		xh = make([]float32, batch*test.ImageLen())

@@ -116,7 +116,7 @@ func (j *job) setup() error {
 			return err
 		}
 		b := j.spec.BatchSize
-		rs.loader = data.NewLoader(j.train, b, true, true, true, uint64(j.spec.Seed), r, n)
+		rs.loader = data.NewLoader(j.train, data.TrainOptions(b, uint64(j.spec.Seed), r, n))
 		rs.yh = make([]float32, b)
 		rs.x = be.New(kernels.CatData, j.precision, b, j.train.C, data.Side, data.Side)
 		rs.y = be.New(kernels.CatData, kernels.F32, b)

@@ -72,8 +72,8 @@ func TestAugmentBatchMatchesHost(t *testing.T) {
 func TestAugmentBatchEqualsLoaderBatch(t *testing.T) {
 	ds := randomSet(53, 3, 7)
 	loaders := map[string]*data.Loader{
-		"train rank 1/2": data.NewLoader(ds, 8, true, true, true, 1024, 1, 2),
-		"test":           data.NewLoader(ds, 16, false, false, false, 0, 0, 1),
+		"train rank 1/2": data.NewLoader(ds, data.TrainOptions(8, 1024, 1, 2)),
+		"test":           data.NewLoader(ds, data.LoaderOptions{Batch: 16}),
 	}
 	for name, l := range loaders {
 		for _, dt := range []kernels.DType{kernels.F32, kernels.F16} {

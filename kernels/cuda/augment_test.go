@@ -113,7 +113,7 @@ func BenchmarkAugmentBatch(bm *testing.B) {
 		xh, yh := make([]float32, batch*ds.ImageLen()), make([]float32, batch)
 		crops := make([]data.Crop, batch)
 		kc := make([]kernels.Crop, batch)
-		loader := data.NewLoader(ds, batch, true, true, true, 1024, 0, 1)
+		loader := data.NewLoader(ds, data.TrainOptions(batch, 1024, 0, 1))
 		run := func(name string, step func(s int)) {
 			bm.Run(fmt.Sprintf("%s/%s", name, dt), func(bm *testing.B) {
 				for i := 0; i < bm.N; i++ {
