@@ -63,8 +63,7 @@ type Engine struct {
 	params []*model.Param
 	lay    *layout
 	ce     *model.CrossEntropy
-	scaler *LossScaler
-	step   int // Adam steps taken (skipped steps excluded)
+	tail   Tail // overflow vote, scaler, Adam's step, buffer broadcast
 
 	sharded bool
 	direct  *direct           // mixed-precision DDP: per-parameter Adam (direct.go); nil otherwise
@@ -72,7 +71,6 @@ type Engine struct {
 	grad    *kernels.Tensor   // fp32 gradients: full (DDP, ZeRO-1) or shard (ZeRO-2)
 	stages  []*kernels.Tensor // buckets of staging (ZeRO-2): two with async overlap, else one
 	m, v    *kernels.Tensor   // Adam moments, shaped like master
-	flag    *kernels.Tensor   // overflow flag for the all-ranks vote
 	acc     *kernels.Tensor   // gradient accumulation side buffer (on first use)
 	owned   []*kernels.Tensor // keep-alive list of tensors to Free
 
@@ -116,9 +114,6 @@ func NewEngine(be kernels.Backend, dc comm.DeviceCommunicator, m *model.ResNet, 
 	e := &Engine{cfg: cfg, be: be, comm: dc, model: m, params: m.Params(), ce: model.NewCrossEntropy(be)}
 	e.sharded = cfg.Plugin == LowLevelZero
 	e.lay = newLayout(e.params, dc.WorldSize(), dc.Rank(), cfg.BucketElems)
-	if cfg.Precision == kernels.F16 {
-		e.scaler = NewLossScaler(cfg.Scaler)
-	}
 	if !cfg.NoOverlap {
 		// Only host collectives may leave the rank's goroutine; device
 		// backends are bound to the rank's thread.
@@ -156,7 +151,7 @@ func (e *Engine) allocate() error {
 	e.master = e.alloc(kernels.CatParams, stateLen)
 	e.m = e.alloc(kernels.CatOptState, stateLen)
 	e.v = e.alloc(kernels.CatOptState, stateLen)
-	e.flag = e.alloc(kernels.CatWorkspace, 1)
+	e.tail = NewTail(e.be, e.comm, e.model, e.cfg.Precision, e.cfg.Scaler, e.alloc(kernels.CatWorkspace, 1), "")
 	if e.zero2() {
 		e.grad = e.alloc(kernels.CatGrads, l.shardLen())
 		e.stages = []*kernels.Tensor{e.alloc(kernels.CatWorkspace, l.bucketLen())}
@@ -216,10 +211,10 @@ func (e *Engine) bindFP32() {
 func (e *Engine) Model() *model.ResNet { return e.model }
 
 // Scaler is the loss scaler, nil without one.
-func (e *Engine) Scaler() *LossScaler { return e.scaler }
+func (e *Engine) Scaler() *LossScaler { return e.tail.Scaler }
 
 // Steps is the number of optimizer updates taken.
-func (e *Engine) Steps() int { return e.step }
+func (e *Engine) Steps() int { return e.tail.Steps }
 
 // Batch is one micro-batch: images [N,C,32,32] in the model's dtype and
 // labels [N] (class indices as fp32).
@@ -239,10 +234,10 @@ func (e *Engine) StepAccum(micro []Batch, lr float32) (StepStats, error) {
 	if len(micro) > 1 && e.zero2() {
 		return StepStats{}, fmt.Errorf("gradient accumulation needs ZeRO stage 1 (stage 2 keeps no full gradient)")
 	}
-	scale := float32(1)
+	scale := e.tail.Scale()
 	var st StepStats
-	if e.scaler != nil {
-		scale, st.LossScale = float32(e.scaler.Scale), e.scaler.Scale
+	if e.tail.Scaler != nil {
+		st.LossScale = e.tail.Scaler.Scale
 	}
 	e.setDirect(len(micro))
 	var err error
@@ -277,22 +272,11 @@ func (e *Engine) update(st StepStats, n int, lr, scale float32) (StepStats, erro
 	if err != nil {
 		return st, err
 	}
-	if overflow {
-		st.Skipped = true
-		if e.scaler != nil {
-			e.scaler.Update(true)
-		}
-		return st, e.syncBuffers()
-	}
-	e.step++
-	e.adam(lr, 1/scale)
-	if err := e.publish(); err != nil {
-		return st, err
-	}
-	if e.scaler != nil {
-		e.scaler.Update(false)
-	}
-	return st, e.syncBuffers()
+	st.Skipped = overflow
+	return st, e.tail.Finish(overflow, lr, scale, func(hp kernels.AdamParams) error {
+		e.adam(hp)
+		return e.publish()
+	}, nil)
 }
 
 // lastLoss reads the last micro-batch's loss; mixed precision brings the
@@ -302,21 +286,6 @@ func (e *Engine) lastLoss() (float32, bool, error) {
 		return e.ce.Value(), false, nil
 	}
 	return e.overflow()
-}
-
-// syncBuffers gives every rank rank 0's batch-norm running statistics, as
-// torch DDP's broadcast_buffers does before each forward, so evaluation and
-// checkpoints see one model whichever rank they run on.
-func (e *Engine) syncBuffers() error {
-	if e.lay.world == 1 {
-		return nil
-	}
-	for _, b := range e.model.Buffers() {
-		if err := e.comm.Broadcast(b.T, 0); err != nil {
-			return fmt.Errorf("broadcast of %s: %w", b.Name, err)
-		}
-	}
-	return nil
 }
 
 // forwardBackward runs every micro-batch, reducing each gradient bucket as
@@ -340,20 +309,8 @@ func (e *Engine) forwardBackward(micro []Batch, scale float32) (float32, error) 
 // gradient is inf or NaN.
 func (e *Engine) overflow() (float32, bool, error) {
 	loss, bad := kernels.LossAndNonFinite(e.be, e.ce.Loss(), e.checkedGrads())
-	if e.lay.world == 1 {
-		return loss, bad, nil
-	}
-	v := float32(0)
-	if bad {
-		v = 1
-	}
-	e.be.Fill(e.flag, v)
-	if err := e.comm.AllReduce(e.flag, comm.Sum); err != nil {
-		return loss, false, fmt.Errorf("overflow vote: %w", err)
-	}
-	var h [1]float32
-	e.be.Download(e.flag, h[:])
-	return loss, h[0] > 0, nil
+	bad, err := e.tail.Vote(bad)
+	return loss, bad, err
 }
 
 // span is a range of the state this rank's Adam updates: n elements at
@@ -396,8 +353,7 @@ func (e *Engine) ownedGrads() []*kernels.Tensor {
 }
 
 // adam updates the master weights this rank owns in one fused call.
-func (e *Engine) adam(lr, gradScale float32) {
-	hp := kernels.AdamParams{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: e.step, GradScale: gradScale}
+func (e *Engine) adam(hp kernels.AdamParams) {
 	if e.direct != nil {
 		e.direct.adam(e.be, hp)
 		return

@@ -33,7 +33,7 @@ func (e *Engine) State() (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &State{Model: e.model.StateDict(), Step: e.step}
+	st := &State{Model: e.model.StateDict(), Step: e.tail.Steps}
 	byName := map[string]int{}
 	for i, p := range e.params {
 		byName[p.Name] = i
@@ -49,8 +49,8 @@ func (e *Engine) State() (*State, error) {
 		st.ExpAvg = append(st.ExpAvg, m[off:off+n:off+n])
 		st.ExpAvgSq = append(st.ExpAvgSq, v[off:off+n:off+n])
 	}
-	if e.scaler != nil {
-		s := *e.scaler
+	if sc := e.tail.Scaler; sc != nil {
+		s := *sc
 		st.Scaler = &s
 	}
 	return st, nil
@@ -118,11 +118,11 @@ func (e *Engine) LoadState(st *State) error {
 		l.scatter(e.be, e.params, weights, full, 0, l.padded())
 		e.be.Free(full)
 	}
-	e.step = st.Step
-	if e.scaler != nil && st.Scaler != nil {
-		cfg := e.scaler.Cfg
-		*e.scaler = *st.Scaler
-		e.scaler.Cfg = cfg
+	e.tail.Steps = st.Step
+	if sc := e.tail.Scaler; sc != nil && st.Scaler != nil {
+		cfg := sc.Cfg
+		*sc = *st.Scaler
+		sc.Cfg = cfg
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func (g *Gemini) State() (*engine.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &engine.State{Model: sd, Step: g.step,
+	st := &engine.State{Model: sd, Step: g.tail.Steps,
 		ExpAvg: make([][]float32, len(g.params)), ExpAvgSq: make([][]float32, len(g.params))}
 	byName := map[string]*tensorInfo{}
 	for _, t := range g.tensors {
@@ -43,8 +43,8 @@ func (g *Gemini) State() (*engine.State, error) {
 		st.ExpAvg[t.idx] = f[1][t.off : t.off+t.n : t.off+t.n]
 		st.ExpAvgSq[t.idx] = f[2][t.off : t.off+t.n : t.off+t.n]
 	}
-	if g.scaler != nil {
-		s := *g.scaler
+	if sc := g.tail.Scaler; sc != nil {
+		s := *sc
 		st.Scaler = &s
 	}
 	return st, nil
@@ -133,11 +133,11 @@ func (g *Gemini) LoadState(st *engine.State) error {
 	for i, c := range g.chunks {
 		g.loadChunk(c, full[i])
 	}
-	g.step = st.Step
-	if g.scaler != nil && st.Scaler != nil {
-		cfg := g.scaler.Cfg
-		*g.scaler = *st.Scaler
-		g.scaler.Cfg = cfg
+	g.tail.Steps = st.Step
+	if sc := g.tail.Scaler; sc != nil && st.Scaler != nil {
+		cfg := sc.Cfg
+		*sc = *st.Scaler
+		sc.Cfg = cfg
 	}
 	return nil
 }

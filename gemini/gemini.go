@@ -24,10 +24,9 @@ type Gemini struct {
 	tensors     []*tensorInfo // per parameter index
 	byParam     map[*model.Param]*tensorInfo
 	ce          *model.CrossEntropy
-	scaler      *engine.LossScaler
-	flag        *kernels.Tensor // overflow vote (device)
+	tail        engine.Tail     // overflow vote, scaler, Adam's step, buffer broadcast
+	flag        *kernels.Tensor // the vote's device element (released in Free)
 
-	step       int // Adam steps taken (skipped steps excluded)
 	calls      int // Step calls, for the warm-up
 	managedDev int64
 	stage      []float32
@@ -107,9 +106,7 @@ func New(dev, host kernels.Backend, dc comm.DeviceCommunicator, m *model.ResNet,
 	}
 	g.flag = g.alloc(Device, kernels.CatWorkspace, kernels.F32, 1)
 	g.ce = model.NewCrossEntropy(dev)
-	if cfg.Precision == kernels.F16 {
-		g.scaler = engine.NewLossScaler(cfg.Scaler)
-	}
+	g.tail = engine.NewTail(dev, dc, m, cfg.Precision, cfg.Scaler, g.flag, "gemini: ")
 	m.SetHooks(g)
 	dev.ResetPeak()
 	g.emitChunks()
@@ -194,7 +191,7 @@ func (g *Gemini) materialise(full [][]float32) error {
 func (g *Gemini) Model() *model.ResNet { return g.m }
 
 // Scaler is the loss scaler (nil for bf16).
-func (g *Gemini) Scaler() *engine.LossScaler { return g.scaler }
+func (g *Gemini) Scaler() *engine.LossScaler { return g.tail.Scaler }
 
 // HostMemStats is the host memory accounting of the chunks kept there
 // (the TUI's host memory pane).

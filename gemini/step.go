@@ -3,7 +3,6 @@ package gemini
 import (
 	"fmt"
 
-	"resnetlab/comm"
 	"resnetlab/engine"
 	"resnetlab/kernels"
 )
@@ -13,11 +12,10 @@ import (
 func (g *Gemini) Step(x, labels *kernels.Tensor, lr float32) (engine.StepStats, error) {
 	g.beginStep()
 	defer func() { g.training = false }()
-	scale := float32(1)
+	scale := g.tail.Scale()
 	var st engine.StepStats
-	if g.scaler != nil {
-		scale = float32(g.scaler.Scale)
-		st.LossScale = g.scaler.Scale
+	if g.tail.Scaler != nil {
+		st.LossScale = g.tail.Scaler.Scale
 	}
 	logits := g.m.Forward(x, true)
 	_, dlogits := g.ce.Forward(logits, labels, scale, true)
@@ -31,18 +29,13 @@ func (g *Gemini) Step(x, labels *kernels.Tensor, lr float32) (engine.StepStats, 
 	if err != nil {
 		return st, err
 	}
-	if overflow {
-		st.Skipped = true
-	} else {
-		g.step++
-		g.adam(lr, 1/scale)
+	st.Skipped = overflow
+	err = g.tail.Finish(overflow, lr, scale, func(hp kernels.AdamParams) error {
+		g.adam(hp)
 		g.writeBack()
-	}
-	g.freeGradShards()
-	if g.scaler != nil {
-		g.scaler.Update(overflow)
-	}
-	if err := g.syncBuffers(); err != nil {
+		return nil
+	}, g.freeGradShards)
+	if err != nil {
 		return st, err
 	}
 	return st, g.endStep()
@@ -80,20 +73,7 @@ func (g *Gemini) endBackward() error {
 func (g *Gemini) overflow() (bool, error) {
 	devG, hostG := g.split(func(o *optGroup) *kernels.Tensor { return o.g })
 	bad := (len(devG) > 0 && g.dev.NonFinite(devG)) || (len(hostG) > 0 && g.host.NonFinite(hostG))
-	if g.world == 1 {
-		return bad, nil
-	}
-	v := float32(0)
-	if bad {
-		v = 1
-	}
-	g.dev.Fill(g.flag, v)
-	if err := g.comm.AllReduce(g.flag, comm.Sum); err != nil {
-		return false, fmt.Errorf("gemini: overflow vote: %w", err)
-	}
-	var h [1]float32
-	g.dev.Download(g.flag, h[:])
-	return h[0] > 0, nil
+	return g.tail.Vote(bad)
 }
 
 // split lists pick(opt) of every chunk, device-resident ones first.
@@ -112,8 +92,7 @@ func (g *Gemini) split(pick func(*optGroup) *kernels.Tensor) (dev, host []*kerne
 // chunks on the device with the device backend, and one over those in host
 // memory with the CPU backend. The update is element-wise, so where a
 // chunk lives does not change its arithmetic (on the CPU reference).
-func (g *Gemini) adam(lr, gradScale float32) {
-	hp := kernels.AdamParams{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: g.step, GradScale: gradScale}
+func (g *Gemini) adam(hp kernels.AdamParams) {
 	dp, hpm := g.split(func(o *optGroup) *kernels.Tensor { return o.master })
 	dg, hg := g.split(func(o *optGroup) *kernels.Tensor { return o.g })
 	dm, hm := g.split(func(o *optGroup) *kernels.Tensor { return o.m })
@@ -149,20 +128,6 @@ func (g *Gemini) freeGradShards() {
 		g.release(c.opt.on, c.opt.g)
 		c.opt.g = nil
 	}
-}
-
-// syncBuffers gives every rank rank 0's batch-norm running statistics, as
-// engine.Engine does (torch DDP's broadcast_buffers).
-func (g *Gemini) syncBuffers() error {
-	if g.world == 1 {
-		return nil
-	}
-	for _, b := range g.m.Buffers() {
-		if err := g.comm.Broadcast(b.T, 0); err != nil {
-			return fmt.Errorf("gemini: broadcast of %s: %w", b.Name, err)
-		}
-	}
-	return nil
 }
 
 // endStep finishes the warm-up when due, checks the budget and reports.
