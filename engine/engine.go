@@ -8,9 +8,12 @@ import (
 	"resnetlab/model"
 )
 
-// Plugin names, as ColossalAI's Booster plugins.
+// Plugin names, as ColossalAI's Booster plugins: the one place they are
+// spelled. This engine trains the first three (torch_ddp_fp16 is torch_ddp
+// in fp16); package gemini trains the last.
 const (
 	TorchDDP     = "torch_ddp"
+	TorchDDPFP16 = "torch_ddp_fp16"
 	LowLevelZero = "low_level_zero"
 	Gemini       = "gemini"
 )

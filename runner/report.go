@@ -138,7 +138,7 @@ func ReportBaseline(rows []ReportRow) int {
 			continue
 		}
 		score := 0
-		if r.Plugin == "torch_ddp" {
+		if r.Plugin == PluginTorchDDP {
 			score += 2
 		}
 		if r.Status == "done" {

@@ -14,11 +14,11 @@ var ReferenceCIFAR10 = []struct {
 	Ranks                     int
 	Acc                       float64
 }{
-	{"single-GPU FP32", "torch_ddp", "fp32", 1, 0.8585},
-	{"DDP FP32", "torch_ddp", "fp32", 0, 0.8491},
-	{"DDP FP16", "torch_ddp_fp16", "fp16", 0, 0.8546},
-	{"Low Level ZeRO", "low_level_zero", "fp16", 0, 0.8450},
-	{"Gemini", "gemini", "fp16", 0, 0.8460},
+	{"single-GPU FP32", PluginTorchDDP, "fp32", 1, 0.8585},
+	{"DDP FP32", PluginTorchDDP, "fp32", 0, 0.8491},
+	{"DDP FP16", PluginTorchDDPFP16, "fp16", 0, 0.8546},
+	{"Low Level ZeRO", PluginLowLevelZero, "fp16", 0, 0.8450},
+	{"Gemini", PluginGemini, "fp16", 0, 0.8460},
 }
 
 // referenceEpochs is the length of the runs behind ReferenceCIFAR10.

@@ -1,5 +1,7 @@
 package runner
 
+import "resnetlab/engine"
+
 // Spec is a parsed and validated experiment spec: the settings shared by
 // every run plus the grid of runs (see Cells).
 //
@@ -210,23 +212,12 @@ type GeminiSpec struct {
 	MaxPrefetch       int // chunks uploaded ahead; 0 = off
 }
 
-// LossScaleConfig is the dynamic loss scaler of one fp16 run.
-type LossScaleConfig struct {
-	InitialScale   float64
-	GrowthFactor   float64
-	BackoffFactor  float64
-	GrowthInterval int     // clean steps before the scale grows
-	Hysteresis     int     // overflowing steps before the scale backs off
-	MinScale       float64 // 0 = no floor
-	MaxScale       float64 // 0 = no cap
-}
-
-// Plugin and precision names.
+// Plugin names (spelled once, in package engine).
 const (
-	PluginTorchDDP     = "torch_ddp"
-	PluginTorchDDPFP16 = "torch_ddp_fp16"
-	PluginLowLevelZero = "low_level_zero"
-	PluginGemini       = "gemini"
+	PluginTorchDDP     = engine.TorchDDP
+	PluginTorchDDPFP16 = engine.TorchDDPFP16
+	PluginLowLevelZero = engine.LowLevelZero
+	PluginGemini       = engine.Gemini
 )
 
 var (
@@ -248,14 +239,14 @@ func DefaultPrecision(plugin string) string {
 
 // LossScale resolves the loss scaler of an fp16 run of the given plugin:
 // the plugin's defaults overridden by the keys the [fp16] table sets.
-func (s *Spec) LossScale(plugin string) LossScaleConfig {
-	c := LossScaleConfig{ // ColossalAI DynamicGradScaler, example's initial_scale=2**5
+func (s *Spec) LossScale(plugin string) engine.ScalerConfig {
+	c := engine.ScalerConfig{ // ColossalAI DynamicGradScaler, example's initial_scale=2**5
 		InitialScale: 32, GrowthFactor: 2, BackoffFactor: 0.5,
 		GrowthInterval: 1000, Hysteresis: 2, MinScale: 1, MaxScale: 1 << 32,
 	}
 	if plugin == PluginTorchDDP || plugin == PluginTorchDDPFP16 {
 		// torch.cuda.amp.GradScaler: no hysteresis, no floor, no cap.
-		c = LossScaleConfig{InitialScale: 1 << 16, GrowthFactor: 2, BackoffFactor: 0.5,
+		c = engine.ScalerConfig{InitialScale: 1 << 16, GrowthFactor: 2, BackoffFactor: 0.5,
 			GrowthInterval: 2000, Hysteresis: 1}
 	}
 	f := s.FP16

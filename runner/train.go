@@ -181,10 +181,7 @@ func (j *job) engineConfig() (engine.EngineConfig, error) {
 	default:
 		return c, fmt.Errorf("unknown plugin %q", j.cell.Plugin)
 	}
-	ls := j.spec.LossScale(j.cell.Plugin)
-	c.Scaler = engine.ScalerConfig{InitialScale: ls.InitialScale, GrowthFactor: ls.GrowthFactor,
-		BackoffFactor: ls.BackoffFactor, GrowthInterval: ls.GrowthInterval, Hysteresis: ls.Hysteresis,
-		MinScale: ls.MinScale, MaxScale: ls.MaxScale}
+	c.Scaler = j.spec.LossScale(j.cell.Plugin)
 	return c, nil
 }
 

@@ -58,7 +58,7 @@ func newRun(info runner.RunInfo) *run {
 func (r *run) setInfo(info runner.RunInfo) {
 	r.info = info
 	r.prog.epochs, r.prog.steps = info.Epochs, info.StepsPerEpoch
-	r.chunks.gemini = info.Plugin == "gemini"
+	r.chunks.gemini = info.Plugin == runner.PluginGemini
 	r.curves.steps = info.StepsPerEpoch
 }
 

@@ -50,7 +50,7 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 	fs.IntVar(&o.Steps, "steps", 50, "")
 	fs.IntVar(&o.Warmup, "warmup", 5, "")
 	fs.StringVar(&precisions, "precision", "fp32,fp16", "")
-	fs.StringVar(&o.Plugin, "plugin", "torch_ddp", "")
+	fs.StringVar(&o.Plugin, "plugin", runner.PluginTorchDDP, "")
 	fs.IntVar(&o.Profile, "profile", 0, "")
 	fs.BoolVar(&o.Graphs, "graphs", false, "")
 	pos, done, code := c.parseArgs(fs, benchUsage, args)
