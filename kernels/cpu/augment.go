@@ -3,7 +3,6 @@ package cpu
 import (
 	"fmt"
 
-	"resnetlab/data"
 	"resnetlab/kernels"
 )
 
@@ -41,7 +40,7 @@ func (b *Backend) AugmentBatch(x *kernels.Tensor, src *kernels.Images, crops []k
 		for k := lo; k < hi; k++ {
 			c := crops[k]
 			out := x.Host[k*il : (k+1)*il]
-			data.AugmentImage(out, src.Host[c.Index*il:(c.Index+1)*il], src.C, src.H, src.W, c.DY-pad, c.DX-pad, c.Flip)
+			kernels.AugmentImage(out, src.Host[c.Index*il:(c.Index+1)*il], src.C, src.H, src.W, c.DY-pad, c.DX-pad, c.Flip)
 			roundSlice(x.DType, out)
 		}
 	})
