@@ -9,4 +9,8 @@
 // whatever the world size, the batch layout or the epoch it resumed from:
 // with world=W and per-rank batch B, the union of the ranks' batch s is
 // exactly world=1 batch-(W*B) batch s, each sample augmented identically.
+//
+// Imports: data imports kernels (the per-image crop and flip it shares with
+// the backends' AugmentBatch) and the standard library; never model,
+// engines or the runner.
 package data

@@ -1,5 +1,3 @@
-// Package experiments holds resnetlab's experiment specs; this test keeps
-// every one of them valid.
 package experiments
 
 import (

@@ -1,6 +1,3 @@
-// Package model holds ResNet-18 exactly as torchvision builds it (layers with
-// parameters and gradients on top of kernels.Backend), its Adam optimizer and
-// the MultiStepLR schedule of the reference recipe.
 package model
 
 import "resnetlab/kernels"

@@ -1,7 +1,3 @@
-// Package cuda implements kernels.Backend on NVIDIA GPUs from a pure-Go
-// binary (CGO_ENABLED=0): the CUDA driver API is loaded at run time from
-// libcuda.so.1 through purego, and the kernels are PTX generated from
-// src/*.cu by gen.sh and embedded in the binary.
 package cuda
 
 import (

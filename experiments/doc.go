@@ -1,0 +1,3 @@
+// Package experiments holds resnetlab's experiment specs (*.toml); its test
+// keeps every one of them valid. It has no code.
+package experiments

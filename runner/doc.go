@@ -1,0 +1,18 @@
+// Package runner turns a spec into trained runs: it parses and validates the
+// TOML spec language and expands its grid into runs (spec*.go, grid.go),
+// plans where each run's ranks compute (backend.go, concurrent.go), drives
+// each run's lifecycle — data, model, plugin, the epoch loop, evaluation,
+// pause, checkpoint-now, stop, resume (run.go, schedule.go, train.go,
+// epoch.go) — and writes what a run leaves behind: checkpoints (the
+// versioned, checksummed container in checkpoint*.go), result files
+// (results*.go), reports and plots (report*.go, plot*.go), exports and
+// imports (interop.go). It also measures steps (bench.go) and scores saved
+// models (evalcmd.go).
+//
+// The front ends talk to it only through RunSpec's channels: Event values
+// out (events.go), Command values in. Nothing here knows about terminals.
+//
+// Imports: runner imports the plugins (engine, gemini), comm, model,
+// model/torchfmt, data, kernels and its backends (kernels/cpu,
+// kernels/cuda), and BurntSushi/toml; never tui or cmd.
+package runner
