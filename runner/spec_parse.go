@@ -31,6 +31,9 @@ func ParseSpec(name string, src []byte) (*Spec, error) {
 }
 
 func parseSpec(name string, src []byte, getenv func(string) string) (*Spec, error) {
+	if err := checkSpecDepth(name, src); err != nil {
+		return nil, err
+	}
 	var raw rawSpec
 	md, err := toml.Decode(string(src), &raw)
 	if err != nil {

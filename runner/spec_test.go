@@ -331,3 +331,20 @@ k=1
 		t.Errorf("fallback to the enclosing key/table failed")
 	}
 }
+
+// Deep nesting is refused before decoding, naming file and line; quotes
+// and comments do not count, and real specs pass.
+func TestParseSpecNestingDepth(t *testing.T) {
+	deep := "epochs = 2\nx = " + strings.Repeat("[", 50000) + strings.Repeat("]", 50000) + "\n"
+	_, err := ParseSpec("deep.toml", []byte(deep))
+	if err == nil || !strings.Contains(err.Error(), "deep.toml:2:") || !strings.Contains(err.Error(), "nested more than") {
+		t.Fatalf("50000 levels: %v, want deep.toml:2: nested more than ...", err)
+	}
+	if err := checkSpecDepth("big.toml", make([]byte, maxSpecBytes+1)); err == nil || !strings.Contains(err.Error(), "big.toml") {
+		t.Fatalf("a spec over %d bytes: %v, want an error naming the file", maxSpecBytes, err)
+	}
+	quoted := "name = \"" + strings.Repeat("[", 100) + "\" # " + strings.Repeat("{", 100) + "\n"
+	if err := checkSpecDepth("q.toml", []byte(quoted)); err != nil {
+		t.Fatalf("brackets in a string and a comment: %v", err)
+	}
+}
