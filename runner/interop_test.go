@@ -19,7 +19,7 @@ import (
 
 // testStateDict is a width-w ResNet-18 state dict whose BN statistics and
 // batch counters are not at their initial values, so a lost buffer shows.
-func testStateDict(t *testing.T, w int, seed uint64) []model.NamedTensor {
+func testStateDict(t testing.TB, w int, seed uint64) []model.NamedTensor {
 	t.Helper()
 	m := model.NewResNet18(cpu.New(), model.Config{Width: w, InChannels: 3, NumClasses: 10, DType: kernels.F32, Seed: seed})
 	defer m.Free()

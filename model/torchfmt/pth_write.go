@@ -37,6 +37,19 @@ func WritePthMeta(w io.Writer, ts []Tensor, md map[string]string) error {
 const MetadataRecord = "resnetlab/metadata.json"
 
 func writePth(w io.Writer, ts []Tensor, archive string, md map[string]string) error {
+	var js []byte
+	if md != nil {
+		var err error
+		if js, err = json.Marshal(md); err != nil {
+			return fmt.Errorf("pth: metadata: %w", err)
+		}
+	}
+	return writePthRecord(w, ts, archive, js)
+}
+
+// writePthRecord writes the archive with mdJSON (nil: none) as the
+// metadata record.
+func writePthRecord(w io.Writer, ts []Tensor, archive string, mdJSON []byte) error {
 	if err := validateAll(ts); err != nil {
 		return fmt.Errorf("pth: %w", err)
 	}
@@ -51,12 +64,8 @@ func writePth(w io.Writer, ts []Tensor, archive string, md map[string]string) er
 		}
 		zw.add(archive+"/data/"+strconv.Itoa(i), buf)
 	}
-	if md != nil {
-		js, err := json.Marshal(md)
-		if err != nil {
-			return fmt.Errorf("pth: metadata: %w", err)
-		}
-		zw.add(archive+"/"+MetadataRecord, js)
+	if mdJSON != nil {
+		zw.add(archive+"/"+MetadataRecord, mdJSON)
 	}
 	zw.add(archive+"/version", []byte(formatVersion))
 	if zw.err != nil {
