@@ -36,10 +36,18 @@ func FashionMNISTDirs(root string) []string {
 // 28x28 images are zero-padded by 2 to 32x32; channels (1 or 3) says whether
 // to replicate the grey plane into three. Source names the folder used.
 func LoadFashionMNIST(root string, channels int) (train, test *Dataset, err error) {
+	return loadFashionMNIST(root, channels, false)
+}
+
+// loadFashionMNIST is LoadFashionMNIST; onlyRoot leaves out the system folder.
+func loadFashionMNIST(root string, channels int, onlyRoot bool) (train, test *Dataset, err error) {
 	if channels != 1 && channels != 3 {
 		return nil, nil, fmt.Errorf("data: fashion-mnist with %d channels, expected 1 or 3", channels)
 	}
 	dirs := FashionMNISTDirs(root)
+	if onlyRoot {
+		dirs = slices.DeleteFunc(dirs, func(d string) bool { return d == SystemFashionMNISTDir })
+	}
 	for _, dir := range dirs {
 		missing := missingFMNIST(dir)
 		if len(missing) == 4 {

@@ -2,10 +2,12 @@ package data
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -194,5 +196,23 @@ func TestLoadFashionMNISTPartialRootNotSystem(t *testing.T) {
 	train, test, err := LoadFashionMNIST(full, 1)
 	if err != nil || train.Source != full || test.Source != full {
 		t.Fatalf("source %q (%v), want %s", train.Source, err, full)
+	}
+}
+
+// OnlyRoot (a data_dir the spec names) never falls back to the system copy.
+func TestLoadFashionMNISTOnlyRoot(t *testing.T) {
+	files, _, _ := fmnistFiles(t, 4, 2, false)
+	old := SystemFashionMNISTDir
+	SystemFashionMNISTDir = t.TempDir()
+	t.Cleanup(func() { SystemFashionMNISTDir = old })
+	writeFiles(t, SystemFashionMNISTDir, files)
+	root := t.TempDir()
+	if train, _, err := Load("fashion-mnist", root, Channels(1)); err != nil || train.Source != SystemFashionMNISTDir {
+		t.Fatalf("default root: source %v (%v), want the system copy", train, err)
+	}
+	_, _, err := Load("fashion-mnist", root, Channels(1), OnlyRoot())
+	var nf *NotFoundError
+	if !errors.As(err, &nf) || strings.Contains(strings.Join(nf.Searched, " "), SystemFashionMNISTDir) {
+		t.Fatalf("only root: %v, want not found without the system folder searched", err)
 	}
 }

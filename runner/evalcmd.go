@@ -46,7 +46,7 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 		}
 	}
 	if opts.DataDir != "" {
-		s.DataDir = opts.DataDir
+		s.DataDir, s.dataDirSet = opts.DataDir, true // named by the user: search only there
 	}
 	s.Dataset = dataset
 	_, test, err := loadData(s)

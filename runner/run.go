@@ -44,9 +44,14 @@ func RunSpec(ctx context.Context, spec *Spec, opts RunOptions, events chan<- Eve
 }
 
 // loadData reads the spec's data set.
+// A data_dir the spec names is the only place searched.
 func loadData(s *Spec) (train, test *data.Dataset, err error) {
-	return data.Load(s.Dataset, s.DataDir, data.Channels(s.InChannels),
-		data.SyntheticSize(s.Synthetic.Train, s.Synthetic.Test), data.Seed(uint64(s.Synthetic.Seed)))
+	opts := []data.Option{data.Channels(s.InChannels),
+		data.SyntheticSize(s.Synthetic.Train, s.Synthetic.Test), data.Seed(uint64(s.Synthetic.Seed))}
+	if s.dataDirSet {
+		opts = append(opts, data.OnlyRoot())
+	}
+	return data.Load(s.Dataset, s.DataDir, opts...)
 }
 
 // dataSourceLine says where the data came from, so a run never trains on

@@ -111,7 +111,7 @@ func TestSpecAllKeys(t *testing.T) {
 	i := func(v int) *int { return &v }
 	want := &Spec{
 		File: "t.toml", Name: "full", Epochs: 12, BatchSize: 50, Dataset: "synthetic",
-		DataDir: "/d", InChannels: 1, Width: 16, Seed: 7, LR: 2, Milestones: []int{3, 6},
+		DataDir: "/d", dataDirSet: true, InChannels: 1, Width: 16, Seed: 7, LR: 2, Milestones: []int{3, 6},
 		Gamma: 0.5, Checkpoint: "./ck/{name}-{plugin}-{precision}-{gpus}", Interval: 0,
 		Resume: 3, TargetAcc: 0.6, EvalEvery: 2, ResultsDir: "out", Device: "cpu",
 		Concurrent: true, ShareDevices: false, Comm: "host", DeviceBatches: false,
@@ -346,5 +346,16 @@ func TestParseSpecNestingDepth(t *testing.T) {
 	quoted := "name = \"" + strings.Repeat("[", 100) + "\" # " + strings.Repeat("{", 100) + "\n"
 	if err := checkSpecDepth("q.toml", []byte(quoted)); err != nil {
 		t.Fatalf("brackets in a string and a comment: %v", err)
+	}
+}
+
+// A data_dir in the spec confines the data search to it.
+func TestParseSpecDataDirSet(t *testing.T) {
+	s, err := ParseSpec("a.toml", []byte("data_dir = \"/d\"\n"))
+	if err != nil || !s.dataDirSet {
+		t.Fatalf("data_dir set: %v %v", s, err)
+	}
+	if s, err = ParseSpec("b.toml", []byte("epochs = 2\n")); err != nil || s.dataDirSet {
+		t.Fatalf("no data_dir: %v %v", s, err)
 	}
 }
