@@ -96,13 +96,13 @@ func LoadCIFAR10(root string) (train, test *Dataset, err error) {
 	dirs := []string{filepath.Join(root, CIFARDir), root}
 	for _, d := range dirs {
 		if hasAny(d, cifarFiles()) {
-			return loadCIFARDir(d)
+			return withSource(d)(loadCIFARDir(d))
 		}
 	}
 	tarballs := []string{filepath.Join(root, CIFARTarball), root}
 	for _, t := range tarballs {
 		if st, err := os.Stat(t); err == nil && st.Mode().IsRegular() {
-			return loadCIFARTar(t)
+			return withSource(t)(loadCIFARTar(t))
 		}
 	}
 	return nil, nil, &NotFoundError{Dataset: "cifar10",
@@ -179,4 +179,14 @@ func concat(name string, parts []*Dataset) *Dataset {
 		out.Labels = append(out.Labels, p.Labels...)
 	}
 	return out
+}
+
+// withSource records src as where a loaded pair came from.
+func withSource(src string) func(train, test *Dataset, err error) (*Dataset, *Dataset, error) {
+	return func(train, test *Dataset, err error) (*Dataset, *Dataset, error) {
+		if err == nil {
+			train.Source, test.Source = src, src
+		}
+		return train, test, err
+	}
 }

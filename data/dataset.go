@@ -15,6 +15,7 @@ const Plane = Side * Side
 // each, channel-major (C,H,W), and N labels in [0, len(Classes)).
 type Dataset struct {
 	Name    string
+	Source  string // where it came from (a directory, or "generated"), for the run log
 	Images  []uint8
 	Labels  []uint8
 	N, C    int

@@ -36,7 +36,7 @@ func Fetch(ctx context.Context, name, root string, logf func(string, ...any)) er
 	case "cifar10":
 		return fetchCIFAR(ctx, http.DefaultClient, CIFAR10URL, CIFAR10MD5, root, logf)
 	case "fashion-mnist":
-		_, _, err := LoadFashionMNIST(root, 1)
+		train, _, err := LoadFashionMNIST(root, 1)
 		var nf *NotFoundError
 		if errors.As(err, &nf) {
 			return fmt.Errorf("data: fashion-mnist is not downloaded by resnetlab: %s (searched %s)",
@@ -45,7 +45,7 @@ func Fetch(ctx context.Context, name, root string, logf func(string, ...any)) er
 		if err != nil {
 			return err
 		}
-		logf("fashion-mnist: already available")
+		logf("fashion-mnist: already available in %s", train.Source)
 		return nil
 	}
 	logf("synthetic: generated on the fly, nothing to fetch")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -126,8 +127,13 @@ func TestFetchOtherSets(t *testing.T) {
 	wantErr(t, Fetch(context.Background(), "fashion-mnist", root, nil), "apt-get install dataset-fashion-mnist", root)
 	files, _, _ := fmnistFiles(t, 2, 2, true)
 	writeFiles(t, root, files)
-	if err := Fetch(context.Background(), "fmnist", root, nil); err != nil {
+	var said string
+	logf := func(f string, a ...any) { said += fmt.Sprintf(f, a...) }
+	if err := Fetch(context.Background(), "fmnist", root, logf); err != nil {
 		t.Fatalf("fashion-mnist present: %v", err)
+	}
+	if !strings.Contains(said, "already available in "+root) {
+		t.Errorf("fetch of a present fashion-mnist says %q, want the directory %s", said, root)
 	}
 	if err := Fetch(context.Background(), "synthetic", root, nil); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // SystemFashionMNISTDir is where Debian's dataset-fashion-mnist package
@@ -29,17 +30,32 @@ func FashionMNISTDirs(root string) []string {
 }
 
 // LoadFashionMNIST loads Fashion-MNIST from idx files (gzipped or not) in
-// the first of FashionMNISTDirs(root) that has the training images. The
+// the first of FashionMNISTDirs(root) that holds any of its four files: a
+// folder the user filled only in part is an error naming what is missing
+// there, never a silent fall-through to another copy (the system one). The
 // 28x28 images are zero-padded by 2 to 32x32; channels (1 or 3) says whether
-// to replicate the grey plane into three.
+// to replicate the grey plane into three. Source names the folder used.
 func LoadFashionMNIST(root string, channels int) (train, test *Dataset, err error) {
+	return loadFashionMNIST(root, channels, false)
+}
+
+// loadFashionMNIST is LoadFashionMNIST; onlyRoot leaves out the system folder.
+func loadFashionMNIST(root string, channels int, onlyRoot bool) (train, test *Dataset, err error) {
 	if channels != 1 && channels != 3 {
 		return nil, nil, fmt.Errorf("data: fashion-mnist with %d channels, expected 1 or 3", channels)
 	}
 	dirs := FashionMNISTDirs(root)
+	if onlyRoot {
+		dirs = slices.DeleteFunc(dirs, func(d string) bool { return d == SystemFashionMNISTDir })
+	}
 	for _, dir := range dirs {
-		if findIdx(dir, fmnistBase.trainImages) == "" {
+		missing := missingFMNIST(dir)
+		if len(missing) == 4 {
 			continue
+		}
+		if len(missing) > 0 {
+			return nil, nil, fmt.Errorf("data: fashion-mnist in %s is incomplete: missing %s (.gz or not); "+
+				"add the missing files or remove the others", dir, strings.Join(missing, ", "))
 		}
 		if train, err = loadFMNISTSplit(dir, fmnistBase.trainImages, fmnistBase.trainLabels, channels); err != nil {
 			return nil, nil, err
@@ -47,6 +63,7 @@ func LoadFashionMNIST(root string, channels int) (train, test *Dataset, err erro
 		if test, err = loadFMNISTSplit(dir, fmnistBase.testImages, fmnistBase.testLabels, channels); err != nil {
 			return nil, nil, err
 		}
+		train.Source, test.Source = dir, dir
 		return train, test, nil
 	}
 	var searched []string
@@ -54,6 +71,17 @@ func LoadFashionMNIST(root string, channels int) (train, test *Dataset, err erro
 		searched = append(searched, filepath.Join(d, fmnistBase.trainImages+"[.gz]"))
 	}
 	return nil, nil, &NotFoundError{Dataset: "fashion-mnist", Searched: searched, Hint: fmnistHint(root)}
+}
+
+// missingFMNIST lists the Fashion-MNIST files dir lacks.
+func missingFMNIST(dir string) []string {
+	var missing []string
+	for _, b := range []string{fmnistBase.trainImages, fmnistBase.trainLabels, fmnistBase.testImages, fmnistBase.testLabels} {
+		if findIdx(dir, b) == "" {
+			missing = append(missing, b)
+		}
+	}
+	return missing
 }
 
 func fmnistHint(root string) string {

@@ -2,10 +2,12 @@ package data
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -170,5 +172,47 @@ func TestLoadFashionMNISTReal(t *testing.T) {
 	}
 	if border != 0 || inside == 0 {
 		t.Fatalf("border sum %d (want 0), centre sum %d (want > 0)", border, inside)
+	}
+}
+
+// A folder holding only the test files is the user's choice: the load
+// names what is missing there instead of training on the system copy, and
+// a complete folder is named as the source.
+func TestLoadFashionMNISTPartialRootNotSystem(t *testing.T) {
+	files, _, _ := fmnistFiles(t, 4, 2, false)
+	old := SystemFashionMNISTDir
+	SystemFashionMNISTDir = t.TempDir()
+	t.Cleanup(func() { SystemFashionMNISTDir = old })
+	writeFiles(t, SystemFashionMNISTDir, files)
+	root := t.TempDir()
+	testOnly := mergeFiles(files, nil)
+	delete(testOnly, fmnistBase.trainImages)
+	delete(testOnly, fmnistBase.trainLabels)
+	writeFiles(t, root, testOnly)
+	_, _, err := LoadFashionMNIST(root, 1)
+	wantErr(t, err, root, "missing "+fmnistBase.trainImages+", "+fmnistBase.trainLabels)
+	full := t.TempDir()
+	writeFiles(t, full, files)
+	train, test, err := LoadFashionMNIST(full, 1)
+	if err != nil || train.Source != full || test.Source != full {
+		t.Fatalf("source %q (%v), want %s", train.Source, err, full)
+	}
+}
+
+// OnlyRoot (a data_dir the spec names) never falls back to the system copy.
+func TestLoadFashionMNISTOnlyRoot(t *testing.T) {
+	files, _, _ := fmnistFiles(t, 4, 2, false)
+	old := SystemFashionMNISTDir
+	SystemFashionMNISTDir = t.TempDir()
+	t.Cleanup(func() { SystemFashionMNISTDir = old })
+	writeFiles(t, SystemFashionMNISTDir, files)
+	root := t.TempDir()
+	if train, _, err := Load("fashion-mnist", root, Channels(1)); err != nil || train.Source != SystemFashionMNISTDir {
+		t.Fatalf("default root: source %v (%v), want the system copy", train, err)
+	}
+	_, _, err := Load("fashion-mnist", root, Channels(1), OnlyRoot())
+	var nf *NotFoundError
+	if !errors.As(err, &nf) || strings.Contains(strings.Join(nf.Searched, " "), SystemFashionMNISTDir) {
+		t.Fatalf("only root: %v, want not found without the system folder searched", err)
 	}
 }

@@ -12,10 +12,15 @@ var Names = []string{"cifar10", "fashion-mnist", "synthetic"}
 type Option func(*loadConfig)
 
 type loadConfig struct {
+	onlyRoot    bool
 	channels    int
 	train, test int
 	seed        uint64
 }
+
+// OnlyRoot searches only under root (the folder the user named), never
+// the system copy of a data set.
+func OnlyRoot() Option { return func(l *loadConfig) { l.onlyRoot = true } }
 
 // Channels sets Fashion-MNIST's channel count: 1, or 3 (the default, grey
 // replicated so the same 3-channel ResNet-18 runs on it).
@@ -58,7 +63,7 @@ func Load(name, root string, opts ...Option) (train, test *Dataset, err error) {
 	case "cifar10":
 		return LoadCIFAR10(root)
 	case "fashion-mnist":
-		return LoadFashionMNIST(root, cfg.channels)
+		return loadFashionMNIST(root, cfg.channels, cfg.onlyRoot)
 	}
 	if cfg.train < 0 || cfg.test < 0 {
 		return nil, nil, fmt.Errorf("data: synthetic sizes %d/%d, expected >= 0", cfg.train, cfg.test)

@@ -25,6 +25,10 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 	if err != nil {
 		return 0, nil, err
 	}
+	if dataset == "" {
+		return 0, nil, fmt.Errorf("%s records no dataset (imported from a file without resnetlab metadata); "+
+			"give eval --dataset NAME, or import again with --dataset", path)
+	}
 	s := opts.Spec
 	if s == nil {
 		s = defaultSpec(path, func(string) string { return "" })
@@ -36,9 +40,13 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 		if v, err := MetaInt(meta, "synthetic_seed"); err == nil {
 			s.Synthetic.Seed = int64(v)
 		}
+		if dataset == "synthetic" && s.Synthetic.Test < 1 {
+			return 0, nil, fmt.Errorf("%s records no synthetic_test and synthetic_seed (the synthetic test set); "+
+				"import again with --synthetic-test N --synthetic-seed S, or give eval --spec", path)
+		}
 	}
 	if opts.DataDir != "" {
-		s.DataDir = opts.DataDir
+		s.DataDir, s.dataDirSet = opts.DataDir, true // named by the user: search only there
 	}
 	s.Dataset = dataset
 	_, test, err := loadData(s)
@@ -87,9 +95,6 @@ func evalModelConfig(path string, meta map[string]any, opts EvalOptions) (model.
 	dataset := opts.Dataset
 	if dataset == "" {
 		dataset, _ = MetaString(meta, "dataset")
-	}
-	if dataset == "" {
-		dataset = "cifar10"
 	}
 	return cfg, dataset, nil
 }

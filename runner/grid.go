@@ -62,6 +62,9 @@ func (s *Spec) Cells() (cells []Cell, rejected []Rejection, err error) {
 	if err := s.checkDirsDistinct(cells); err != nil {
 		return nil, rejected, err
 	}
+	if err := s.checkPathLengths(cells); err != nil {
+		return nil, rejected, err
+	}
 	return cells, rejected, nil
 }
 

@@ -203,3 +203,23 @@ func TestCheckTemplateAndExpand(t *testing.T) {
 		}
 	}
 }
+
+// A name or directory too long for a file name is refused before any run
+// starts, naming the key, not when the result is written after training.
+func TestCellsPathTooLong(t *testing.T) {
+	long := strings.Repeat("n", 300)
+	for _, c := range []struct{ src, key string }{
+		{"name = \"" + long + "\"\n", "name"},
+		{"checkpoint = \"ck/" + long + "-{plugin}-{precision}-{gpus}\"\n", "checkpoint"},
+		{"results_dir = \"r/" + long + "\"\n", "results_dir"},
+	} {
+		_, _, err := mustParse(t, c.src).Cells()
+		var se *SpecError
+		if !errors.As(err, &se) || se.Key != c.key || !strings.Contains(err.Error(), "over the 255") {
+			t.Errorf("%.30s...: got %v, want an error on key %s", c.src, err, c.key)
+		}
+	}
+	if _, _, err := mustParse(t, "name = \""+long[:200]+"\"\n").Cells(); err != nil {
+		t.Errorf("a 200-byte name: %v", err)
+	}
+}

@@ -112,16 +112,32 @@ func torchTensors(sd []model.NamedTensor) []torchfmt.Tensor {
 	return out
 }
 
-// exportMetadata is the safetensors header's free-form metadata: "format"
-// "pt" as Hugging Face's loaders expect, plus where the weights came from.
+// exportMetadata is the string map an export carries (safetensors'
+// __metadata__, the .pth file's metadata record): "format" "pt" as Hugging
+// Face's loaders expect, the model's shape, and what eval needs to rebuild
+// the test set, so an import of the file scores as the original does.
 func exportMetadata(meta map[string]any) map[string]string {
-	md := map[string]string{"format": "pt", "source": "resnetlab", "architecture": "torchvision resnet18"}
-	for _, k := range []string{"epoch", "dataset", "plugin", "precision"} {
+	md := map[string]string{"format": "pt", "source": "resnetlab"}
+	for _, k := range exportKeys {
 		if v, ok := meta[k]; ok {
 			md[k] = fmt.Sprint(v)
 		}
 	}
+	md["architecture"] = architecture(md["width"], md["in_channels"], md["num_classes"])
 	return md
+}
+
+// exportKeys are the checkpoint metadata keys an export carries.
+var exportKeys = []string{"epoch", "dataset", "plugin", "precision", "width", "in_channels",
+	"num_classes", "synthetic_test", "synthetic_seed"}
+
+// architecture names the model honestly: torchvision's resnet18 only for
+// its shape (width 64, 3 input channels), which torchvision can load.
+func architecture(width, in, classes string) string {
+	if width == "64" && in == "3" {
+		return "torchvision resnet18 (num_classes " + classes + ")"
+	}
+	return fmt.Sprintf("resnet18 (width %s, in_channels %s, num_classes %s)", width, in, classes)
 }
 
 // writeTorchFile writes ts to out in format through a temporary file, so
@@ -136,45 +152,55 @@ func writeTorchFile(out, format string, ts []torchfmt.Tensor, md map[string]stri
 		if format == FormatSafetensors {
 			return torchfmt.WriteSafetensors(w, ts, md)
 		}
-		return torchfmt.WritePth(w, ts)
+		return torchfmt.WritePthMeta(w, ts, md)
 	})
+}
+
+// ImportOptions says what a file without resnetlab metadata (a plain
+// torch.save) cannot: the data set eval scores it on and, for synthetic
+// data, the test set's seed and size. A field left zero is taken from the
+// file's metadata; what neither gives stays unrecorded, and eval refuses to
+// guess it.
+type ImportOptions struct {
+	Dataset          string
+	SynSeed, SynTest int
 }
 
 // ImportModel reads a torchvision resnet18 state dict (torch.save archive
 // or safetensors; DDP's "module." prefix is dropped) from in and writes it
 // as dir's checkpoint of epoch, ready for eval and resume. The model's
 // width, input channels and classes come from the shapes of conv1.weight
-// and fc.weight; dataset "" means fashion-mnist for one input channel and
-// cifar10 otherwise. An existing checkpoint of that epoch is not replaced.
-func ImportModel(in, dir string, epoch int, dataset string) error {
+// and fc.weight. An existing checkpoint of that epoch is not replaced.
+func ImportModel(in, dir string, epoch int, opts ImportOptions) error {
 	if epoch < 1 {
-		return fmt.Errorf("import: epoch %d, want >= 1", epoch)
+		return fmt.Errorf("epoch %d, want >= 1", epoch)
 	}
 	mp, _, _ := CheckpointPaths(dir, epoch)
 	if _, err := os.Stat(mp); err == nil {
-		return fmt.Errorf("import: %s already exists; remove it or choose another epoch", mp)
+		return fmt.Errorf("%s already exists; remove it or choose another epoch", mp)
 	}
-	ts, err := torchfmt.ReadFile(in)
+	ts, md, err := torchfmt.ReadFileMeta(in)
 	if err != nil {
-		return fmt.Errorf("import: %w", err)
+		return err // names in
 	}
 	sd, err := fromTorchTensors(ts)
 	if err != nil {
-		return fmt.Errorf("import %s: %w", in, err)
+		return fmt.Errorf("%s: %w", in, err)
 	}
 	cfg, err := inferModelConfig(sd)
 	if err != nil {
-		return fmt.Errorf("import %s: %w", in, err)
+		return fmt.Errorf("%s: %w", in, err)
 	}
-	if dataset, err = importDataset(dataset, cfg); err != nil {
-		return fmt.Errorf("import %s: %w", in, err)
+	meta, err := importMeta(epoch, cfg, md, opts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", in, err)
 	}
 	sd, paramLens, err := checkedStateDict(cfg, sd)
 	if err != nil {
-		return fmt.Errorf("import %s: not torchvision's resnet18 (width %d, %d input channels, %d classes): %w",
+		return fmt.Errorf("%s: not torchvision's resnet18 (width %d, %d input channels, %d classes): %w",
 			in, cfg.Width, cfg.InChannels, cfg.NumClasses, err)
 	}
-	_, err = saveCheckpoint(dir, freshState(sd, paramLens), importMeta(epoch, cfg, dataset), referenceSched())
+	_, err = saveCheckpoint(dir, freshState(sd, paramLens), meta, referenceSched())
 	return err
 }
 
@@ -253,14 +279,8 @@ func firstKeys(sd []model.NamedTensor) string {
 	return "[" + strings.Join(ks, " ") + "]"
 }
 
-// importDataset picks and checks the data set the model will be scored on.
+// importDataset checks the data set the model will be scored on.
 func importDataset(name string, cfg model.Config) (string, error) {
-	if name == "" {
-		name = "cifar10"
-		if cfg.InChannels == 1 {
-			name = "fashion-mnist"
-		}
-	}
 	canon, err := data.Canonical(name)
 	if err != nil {
 		return "", err
@@ -303,14 +323,38 @@ func freshState(sd []model.NamedTensor, paramLens []int) *engine.State {
 	return st
 }
 
-// importMeta describes an imported checkpoint. Step and steps per epoch
-// are 0 (no training position), which loadCheckpoint reads as a finished
-// epoch, so a run resumes at epoch+1.
-func importMeta(epoch int, cfg model.Config, dataset string) ckptMeta {
-	def := defaultSpec("", func(string) string { return "" })
-	return ckptMeta{Epoch: epoch, Plugin: "imported", Precision: "fp32", World: 1,
-		Width: cfg.Width, InChannels: cfg.InChannels, Classes: cfg.NumClasses, Dataset: dataset,
-		SynTest: def.Synthetic.Test, SynSeed: int(def.Synthetic.Seed)}
+// importMeta describes an imported checkpoint: the flags first, then the
+// file's metadata. Step and steps per epoch are 0 (no training position),
+// which loadCheckpoint reads as a finished epoch, so a run resumes at
+// epoch+1. An unknown data set is recorded as "" and an unknown synthetic
+// test set as size 0, which eval refuses.
+func importMeta(epoch int, cfg model.Config, md map[string]string, o ImportOptions) (ckptMeta, error) {
+	m := ckptMeta{Epoch: epoch, Plugin: "imported", Precision: "fp32", World: 1,
+		Width: cfg.Width, InChannels: cfg.InChannels, Classes: cfg.NumClasses,
+		Dataset: o.Dataset, SynTest: o.SynTest, SynSeed: o.SynSeed}
+	if m.Dataset == "" && md["dataset"] != "" {
+		m.Dataset = md["dataset"]
+	}
+	if m.Dataset != "" {
+		canon, err := importDataset(m.Dataset, cfg)
+		if err != nil {
+			return m, err
+		}
+		m.Dataset = canon
+	}
+	if m.SynTest == 0 && md["synthetic_test"] != "" {
+		n, err := strconv.Atoi(md["synthetic_test"])
+		if err != nil || n < 1 || n > maxImages {
+			return m, fmt.Errorf("metadata synthetic_test %q: want an image count 1..%d", md["synthetic_test"], maxImages)
+		}
+		m.SynTest = n
+		if o.SynSeed == 0 && md["synthetic_seed"] != "" {
+			if m.SynSeed, err = strconv.Atoi(md["synthetic_seed"]); err != nil {
+				return m, fmt.Errorf("metadata synthetic_seed %q: want an integer", md["synthetic_seed"])
+			}
+		}
+	}
+	return m, nil
 }
 
 // referenceSched is the default spec's MultiStepLR, recorded in the

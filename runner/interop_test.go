@@ -19,7 +19,7 @@ import (
 
 // testStateDict is a width-w ResNet-18 state dict whose BN statistics and
 // batch counters are not at their initial values, so a lost buffer shows.
-func testStateDict(t *testing.T, w int, seed uint64) []model.NamedTensor {
+func testStateDict(t testing.TB, w int, seed uint64) []model.NamedTensor {
 	t.Helper()
 	m := model.NewResNet18(cpu.New(), model.Config{Width: w, InChannels: 3, NumClasses: 10, DType: kernels.F32, Seed: seed})
 	defer m.Free()
@@ -77,7 +77,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 		}
 		checkTorchDtypes(t, ts, sd)
 		dst := filepath.Join(t.TempDir(), "imported")
-		if err := ImportModel(out, dst, 3, "synthetic"); err != nil {
+		if err := ImportModel(out, dst, 3, ImportOptions{Dataset: "synthetic"}); err != nil {
 			t.Fatal(err)
 		}
 		mp, _, _ := CheckpointPaths(dst, 3)
@@ -90,7 +90,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 			t.Errorf("%s: imported width %d, want 4", name, w)
 		}
 		checkFreshOptimizer(t, dst, 3, sd)
-		if err := ImportModel(out, dst, 3, "synthetic"); err == nil || !strings.Contains(err.Error(), "already exists") {
+		if err := ImportModel(out, dst, 3, ImportOptions{Dataset: "synthetic"}); err == nil || !strings.Contains(err.Error(), "already exists") {
 			t.Errorf("importing over an existing checkpoint: %v, want an 'already exists' error", err)
 		}
 	}
@@ -280,7 +280,7 @@ func TestImportErrorsNameTheKey(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := writeTorch(t, "in.safetensors", c.edit)
 			dir := filepath.Join(t.TempDir(), "ckpt")
-			err := ImportModel(in, dir, 1, c.dataset)
+			err := ImportModel(in, dir, 1, ImportOptions{Dataset: c.dataset})
 			if err == nil {
 				t.Fatal("import succeeded")
 			}
@@ -306,7 +306,7 @@ func TestImportStripsDDPPrefix(t *testing.T) {
 		return ts
 	})
 	dir := t.TempDir()
-	if err := ImportModel(in, dir, 2, ""); err != nil {
+	if err := ImportModel(in, dir, 2, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	meta, ts, err := ReadCheckpointFile(filepath.Join(dir, "model_2.pth"), "model")
@@ -314,8 +314,8 @@ func TestImportStripsDDPPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameStateDict(t, "ddp import", stateDictOf(ts), testStateDict(t, 2, 3))
-	if ds, _ := MetaString(meta, "dataset"); ds != "cifar10" {
-		t.Fatalf("default data set for 3 channels: %q, want cifar10", ds)
+	if ds, _ := MetaString(meta, "dataset"); ds != "" {
+		t.Fatalf("data set of a file without metadata, no --dataset: %q, want none recorded", ds)
 	}
 }
 
@@ -334,7 +334,7 @@ func TestImportHalfPrecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := ImportModel(in, dir, 1, "synthetic"); err != nil {
+	if err := ImportModel(in, dir, 1, ImportOptions{Dataset: "synthetic"}); err != nil {
 		t.Fatal(err)
 	}
 	_, ts, err := ReadCheckpointFile(filepath.Join(dir, "model_1.pth"), "model")
@@ -393,7 +393,7 @@ func TestImportedEvalMatchesOriginal(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	if err := ImportModel(out, dst, 2, "synthetic"); err != nil {
+	if err := ImportModel(out, dst, 2, ImportOptions{Dataset: "synthetic"}); err != nil {
 		t.Fatal(err)
 	}
 	eval := func(dir string) (float64, []float64) {
@@ -426,7 +426,7 @@ func TestRunResumesFromImport(t *testing.T) {
 			if err := ExportModel(tmp, 1, "", out); err != nil {
 				t.Fatal(err)
 			}
-			if err := ImportModel(out, dir, 1, "synthetic"); err != nil {
+			if err := ImportModel(out, dir, 1, ImportOptions{Dataset: "synthetic"}); err != nil {
 				t.Fatal(err)
 			}
 		} else {
@@ -460,4 +460,64 @@ func paramLens(sd []model.NamedTensor) []int {
 		}
 	}
 	return lens
+}
+
+// An export carries what eval needs: an import with no flags scores the
+// same test set, so the same accuracy, as the original checkpoint.
+func TestExportImportEvalSameAccuracy(t *testing.T) {
+	src := t.TempDir()
+	writeTestCheckpoint(t, src, 2, testStateDict(t, 4, 13), syntheticMeta(4))
+	want, _, err := Eval(context.Background(), EvalOptions{CheckpointDir: src, Epoch: 2, Device: "cpu", BatchSize: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"w.safetensors", "w.pth"} {
+		out := filepath.Join(t.TempDir(), name)
+		if err := ExportModel(src, 2, "", out); err != nil {
+			t.Fatal(err)
+		}
+		dst := t.TempDir()
+		if err := ImportModel(out, dst, 1, ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		mp, _, _ := CheckpointPaths(dst, 1)
+		_, meta, _ := ReadCheckpointMeta(mp)
+		if n, _ := MetaInt(meta, "synthetic_test"); n != 40 {
+			t.Errorf("%s: imported synthetic_test %d, want 40", name, n)
+		}
+		if n, _ := MetaInt(meta, "synthetic_seed"); n != 5 {
+			t.Errorf("%s: imported synthetic_seed %d, want 5", name, n)
+		}
+		got, _, err := Eval(context.Background(), EvalOptions{CheckpointDir: dst, Epoch: 1, Device: "cpu", BatchSize: 20})
+		if err != nil || got != want {
+			t.Errorf("%s: imported model scores %v (%v), the original %v", name, got, err, want)
+		}
+	}
+}
+
+// A file without resnetlab metadata (a plain torch.save) imported with no
+// flags: eval refuses, naming what is missing, instead of guessing.
+func TestEvalRefusesImportWithoutMetadata(t *testing.T) {
+	sd := testStateDict(t, 4, 17)
+	in := filepath.Join(t.TempDir(), "plain.pth")
+	if err := torchfmt.WriteFile(in, torchTensors(sd)); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	if err := ImportModel(in, dst, 1, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := Eval(context.Background(), EvalOptions{CheckpointDir: dst, Epoch: 1, Device: "cpu"})
+	if err == nil || !strings.Contains(err.Error(), "records no dataset") {
+		t.Fatalf("eval of an import without metadata: %v, want an error naming the missing dataset", err)
+	}
+	if err := ImportModel(in, t.TempDir(), 1, ImportOptions{Dataset: "synthetic"}); err != nil {
+		t.Fatal(err)
+	}
+	dst2 := t.TempDir()
+	ImportModel(in, dst2, 1, ImportOptions{Dataset: "synthetic"})
+	_, _, err = Eval(context.Background(), EvalOptions{CheckpointDir: dst2, Epoch: 1, Device: "cpu"})
+	if err == nil || !strings.Contains(err.Error(), "synthetic_test") {
+		t.Fatalf("eval of a synthetic import without its test set: %v, want an error naming synthetic_test", err)
+	}
 }

@@ -52,7 +52,7 @@ func (o RunOptions) Apply(s *Spec) (*Spec, []Cell, []Rejection, error) {
 type EvalOptions struct {
 	CheckpointDir string // directory holding model_E.pth
 	Epoch         int    // E, >= 1
-	Dataset       string // "" = the checkpoint's metadata "dataset", else cifar10
+	Dataset       string // "" = the checkpoint's metadata "dataset" (eval refuses when it has none)
 	DataDir       string // "" = $DATA, else ./data
 	Device        string // "auto" (default when ""), "cpu" or "cuda"
 	BatchSize     int    // 0 = 128, the reference's eval batch

@@ -38,14 +38,30 @@ func RunSpec(ctx context.Context, spec *Spec, opts RunOptions, events chan<- Eve
 	if g.train, g.test, err = loadData(s); err != nil {
 		return err
 	}
+	g.emit(Log{Time: time.Now(), Level: "info", Text: dataSourceLine(s.Dataset, g.train)})
 	g.init()
 	return g.loop(ctx, cmds)
 }
 
 // loadData reads the spec's data set.
+// A data_dir the spec names is the only place searched.
 func loadData(s *Spec) (train, test *data.Dataset, err error) {
-	return data.Load(s.Dataset, s.DataDir, data.Channels(s.InChannels),
-		data.SyntheticSize(s.Synthetic.Train, s.Synthetic.Test), data.Seed(uint64(s.Synthetic.Seed)))
+	opts := []data.Option{data.Channels(s.InChannels),
+		data.SyntheticSize(s.Synthetic.Train, s.Synthetic.Test), data.Seed(uint64(s.Synthetic.Seed))}
+	if s.dataDirSet {
+		opts = append(opts, data.OnlyRoot())
+	}
+	return data.Load(s.Dataset, s.DataDir, opts...)
+}
+
+// dataSourceLine says where the data came from, so a run never trains on
+// another copy than the user thinks without a word.
+func dataSourceLine(name string, d *data.Dataset) string {
+	src := d.Source
+	if src == "" {
+		src = "generated"
+	}
+	return fmt.Sprintf("data: %s from %s (%d training images)", name, src, d.N)
 }
 
 func runInfo(s *Spec, c Cell, train *data.Dataset) RunInfo {

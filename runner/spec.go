@@ -130,6 +130,7 @@ type Spec struct {
 	BatchSize    int
 	Dataset      string
 	DataDir      string
+	dataDirSet   bool // data_dir is in the spec: search only there
 	InChannels   int
 	Width        int
 	Seed         int64

@@ -31,6 +31,9 @@ func ParseSpec(name string, src []byte) (*Spec, error) {
 }
 
 func parseSpec(name string, src []byte, getenv func(string) string) (*Spec, error) {
+	if err := checkSpecDepth(name, src); err != nil {
+		return nil, err
+	}
 	var raw rawSpec
 	md, err := toml.Decode(string(src), &raw)
 	if err != nil {
@@ -82,6 +85,7 @@ func (d *decoder) topLevel(r *rawSpec, s *Spec) {
 	d.intVal("batch_size", r.BatchSize, &s.BatchSize, intRange(1, 1<<20))
 	d.stringVal("dataset", r.Dataset, &s.Dataset, "a string", datasets)
 	d.stringVal("data_dir", r.DataDir, &s.DataDir, "a directory path", nil)
+	s.dataDirSet = d.md.IsDefined("data_dir")
 	d.intVal("in_channels", r.InChannels, &s.InChannels, oneOfInt(1, 3))
 	d.intVal("width", r.Width, &s.Width, intRange(1, 4096))
 	d.int64Val("seed", r.Seed, &s.Seed, intRange(math.MinInt64, math.MaxInt64))

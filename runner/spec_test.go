@@ -111,7 +111,7 @@ func TestSpecAllKeys(t *testing.T) {
 	i := func(v int) *int { return &v }
 	want := &Spec{
 		File: "t.toml", Name: "full", Epochs: 12, BatchSize: 50, Dataset: "synthetic",
-		DataDir: "/d", InChannels: 1, Width: 16, Seed: 7, LR: 2, Milestones: []int{3, 6},
+		DataDir: "/d", dataDirSet: true, InChannels: 1, Width: 16, Seed: 7, LR: 2, Milestones: []int{3, 6},
 		Gamma: 0.5, Checkpoint: "./ck/{name}-{plugin}-{precision}-{gpus}", Interval: 0,
 		Resume: 3, TargetAcc: 0.6, EvalEvery: 2, ResultsDir: "out", Device: "cpu",
 		Concurrent: true, ShareDevices: false, Comm: "host", DeviceBatches: false,
@@ -329,5 +329,33 @@ k=1
 	}
 	if idx.line("grid.plugin.deeper") != 6 || idx.line("run[2].missing") != 11 || idx.line("nothing") != 1 {
 		t.Errorf("fallback to the enclosing key/table failed")
+	}
+}
+
+// Deep nesting is refused before decoding, naming file and line; quotes
+// and comments do not count, and real specs pass.
+func TestParseSpecNestingDepth(t *testing.T) {
+	deep := "epochs = 2\nx = " + strings.Repeat("[", 50000) + strings.Repeat("]", 50000) + "\n"
+	_, err := ParseSpec("deep.toml", []byte(deep))
+	if err == nil || !strings.Contains(err.Error(), "deep.toml:2:") || !strings.Contains(err.Error(), "nested more than") {
+		t.Fatalf("50000 levels: %v, want deep.toml:2: nested more than ...", err)
+	}
+	if err := checkSpecDepth("big.toml", make([]byte, maxSpecBytes+1)); err == nil || !strings.Contains(err.Error(), "big.toml") {
+		t.Fatalf("a spec over %d bytes: %v, want an error naming the file", maxSpecBytes, err)
+	}
+	quoted := "name = \"" + strings.Repeat("[", 100) + "\" # " + strings.Repeat("{", 100) + "\n"
+	if err := checkSpecDepth("q.toml", []byte(quoted)); err != nil {
+		t.Fatalf("brackets in a string and a comment: %v", err)
+	}
+}
+
+// A data_dir in the spec confines the data search to it.
+func TestParseSpecDataDirSet(t *testing.T) {
+	s, err := ParseSpec("a.toml", []byte("data_dir = \"/d\"\n"))
+	if err != nil || !s.dataDirSet {
+		t.Fatalf("data_dir set: %v %v", s, err)
+	}
+	if s, err = ParseSpec("b.toml", []byte("epochs = 2\n")); err != nil || s.dataDirSet {
+		t.Fatalf("no data_dir: %v %v", s, err)
 	}
 }

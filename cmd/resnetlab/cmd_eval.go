@@ -46,6 +46,8 @@ func (c *cli) cmdEval(ctx context.Context, args []string) int {
 	for i, a := range perClass {
 		fmt.Fprintf(c.stdout, "  %-12s %6.2f %%\n", names[i], 100*a)
 	}
+	model, _, _ := runner.CheckpointPaths(opts.CheckpointDir, opts.Epoch)
+	fmt.Fprintf(c.stdout, "scored %s (epoch %d) on %s\n", model, opts.Epoch, opts.Dataset)
 	return exitOK
 }
 

@@ -64,6 +64,6 @@ func (c *cli) cmdExport(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "resnetlab export: %v\n", err)
 		return exitFailed
 	}
-	fmt.Fprintf(c.stdout, "wrote %s (%s, torchvision resnet18 state dict)\n", out, format)
+	fmt.Fprintf(c.stdout, "wrote %s (%s, resnet18 state dict with torchvision's keys)\n", out, format)
 	return exitOK
 }

@@ -9,6 +9,7 @@ import (
 )
 
 const importUsage = `Usage: resnetlab import FILE -o DIR [-e E] [--dataset NAME]
+                        [--synthetic-test N --synthetic-seed S]
 
 Reads a torchvision resnet18 state dict, as written by
 torch.save(model.state_dict(), FILE) or safetensors.torch.save_file (the
@@ -24,8 +25,11 @@ Flags:
   -e, --epoch E      epoch number to give the checkpoint (default 1; an
                      existing checkpoint of that epoch is not replaced)
   --dataset NAME     data set eval scores it on: cifar10, fashion-mnist or
-                     synthetic (default fashion-mnist for 1 input channel,
-                     else cifar10)
+                     synthetic (default: the one a resnetlab export records;
+                     a plain torch.save records none, and eval then asks)
+  --synthetic-test N, --synthetic-seed S
+                     the synthetic test set's size and seed (default: what a
+                     resnetlab export records)
 
 Examples:
   resnetlab import resnet18.pth -o ./ckpt-torch --dataset fashion-mnist
@@ -36,6 +40,9 @@ func (c *cli) cmdImport(ctx context.Context, args []string) int {
 	fs := newFlags("import")
 	var dir, dataset string
 	var epoch int
+	var opts runner.ImportOptions
+	fs.IntVar(&opts.SynTest, "synthetic-test", 0, "")
+	fs.IntVar(&opts.SynSeed, "synthetic-seed", 0, "")
 	fs.StringVar(&dir, "o", "", "")
 	fs.StringVar(&dir, "output", "", "")
 	fs.IntVar(&epoch, "e", 1, "")
@@ -54,6 +61,8 @@ func (c *cli) cmdImport(ctx context.Context, args []string) int {
 		return c.usageError("import", "missing -o DIR (the checkpoint directory to write)")
 	case epoch < 1:
 		return c.usageError("import", fmt.Sprintf("-e %d: want an epoch >= 1", epoch))
+	case opts.SynTest < 0:
+		return c.usageError("import", fmt.Sprintf("--synthetic-test %d: want an image count >= 1", opts.SynTest))
 	}
 	if dataset != "" {
 		canon, err := data.Canonical(dataset)
@@ -62,7 +71,8 @@ func (c *cli) cmdImport(ctx context.Context, args []string) int {
 		}
 		dataset = canon
 	}
-	if err := runner.ImportModel(pos[0], dir, epoch, dataset); err != nil {
+	opts.Dataset = dataset
+	if err := runner.ImportModel(pos[0], dir, epoch, opts); err != nil {
 		fmt.Fprintf(c.stderr, "resnetlab import: %v\n", err)
 		return exitFailed
 	}

@@ -40,7 +40,7 @@ func TestImportExportCommands(t *testing.T) {
 	}
 	dir := filepath.Join(tmp, "ckpt")
 	c, out, errb := testCLI()
-	if code := runCLI(c, "import", in, "-o", dir, "-e", "4"); code != exitOK {
+	if code := runCLI(c, "import", in, "-o", dir, "-e", "4", "--dataset", "fashion-mnist"); code != exitOK {
 		t.Fatalf("import: code %d: %s", code, errb)
 	}
 	if !strings.Contains(out.String(), "resnetlab eval -c "+dir+" -e 4") {

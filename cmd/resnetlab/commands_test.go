@@ -42,7 +42,8 @@ func TestEval(t *testing.T) {
 	}
 	lines := strings.Split(out.String(), "\n")
 	if lines[0] != "Accuracy of the model on the test images: 85.12 %" ||
-		lines[1] != "  airplane      90.00 %" || lines[10] != "  truck         91.00 %" {
+		lines[1] != "  airplane      90.00 %" || lines[10] != "  truck         91.00 %" ||
+		lines[11] != "scored "+filepath.Join(dir, "model_10.pth")+" (epoch 10) on cifar10" {
 		t.Fatalf("output:\n%s", out)
 	}
 

@@ -11,32 +11,40 @@ import (
 
 // ReadFile reads a state dict from path, choosing the format by content: a zip
 // local-file signature means torch.save, a plausible header length followed by '{'
-// means safetensors. Safetensors metadata is dropped.
+// means safetensors. Metadata is dropped.
 func ReadFile(path string) ([]Tensor, error) {
+	ts, _, err := ReadFileMeta(path)
+	return ts, err
+}
+
+// ReadFileMeta is ReadFile plus the file's string metadata: safetensors'
+// __metadata__, or a .pth file's MetadataRecord; nil when there is none.
+func ReadFileMeta(path string) ([]Tensor, map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	head := make([]byte, 9)
 	n, _ := f.ReadAt(head, 0)
 	var ts []Tensor
+	var md map[string]string
 	switch kind := sniff(head[:n], fi.Size()); kind {
 	case "pth":
-		ts, err = ReadPth(f, fi.Size())
+		ts, md, err = ReadPthMeta(f, fi.Size())
 	case "safetensors":
-		ts, _, err = ReadSafetensors(f, fi.Size())
+		ts, md, err = ReadSafetensors(f, fi.Size())
 	default:
 		err = fmt.Errorf("%s", kind)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return ts, nil
+	return ts, md, nil
 }
 
 // sniff returns "pth", "safetensors" or a message saying why it is neither.
@@ -65,7 +73,7 @@ func WriteFile(path string, ts []Tensor) error {
 	if strings.HasSuffix(path, ".safetensors") {
 		err = WriteSafetensors(tmp, ts, nil)
 	} else {
-		err = writePth(tmp, ts, archiveName(path))
+		err = writePth(tmp, ts, archiveName(path), nil)
 	}
 	if err == nil {
 		err = tmp.Sync()

@@ -2,6 +2,7 @@ package torchfmt
 
 import (
 	"archive/zip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,13 +15,46 @@ import (
 // Like torch.load(weights_only=True) it refuses any pickle global beyond the few a
 // state dict needs. Tensors come back in the dict's order.
 func ReadPth(r io.ReaderAt, size int64) ([]Tensor, error) {
+	ts, _, err := ReadPthMeta(r, size)
+	return ts, err
+}
+
+// ReadPthMeta is ReadPth plus the string map of the archive's
+// MetadataRecord (nil when the archive has none, as torch.save writes it).
+func ReadPthMeta(r io.ReaderAt, size int64) ([]Tensor, map[string]string, error) {
 	a, err := openPth(r, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := a.checkHeaderRecords(); err != nil {
+		return nil, nil, err
+	}
+	md, err := a.metadata()
+	if err != nil {
+		return nil, nil, err
+	}
+	ts, err := a.tensors()
+	return ts, md, err
+}
+
+// metadata decodes MetadataRecord, a JSON object of strings, if present.
+func (a *pthArchive) metadata() (map[string]string, error) {
+	if a.files[a.prefix+"/"+MetadataRecord] == nil {
+		return nil, nil
+	}
+	js, err := a.record(MetadataRecord)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.checkHeaderRecords(); err != nil {
-		return nil, err
+	var md map[string]string
+	if err := json.Unmarshal(js, &md); err != nil || md == nil {
+		return nil, fmt.Errorf("pth: %s/%s is not a JSON object of strings", a.prefix, MetadataRecord)
 	}
+	return md, nil
+}
+
+// tensors unpickles data.pkl into the state dict.
+func (a *pthArchive) tensors() ([]Tensor, error) {
 	pkl, err := a.record("data.pkl")
 	if err != nil {
 		return nil, err

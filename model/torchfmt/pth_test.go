@@ -312,3 +312,25 @@ func TestPthTruncationNeverPanics(t *testing.T) {
 		readPthBytes(b) // may succeed (a flipped value byte is undetectable) but must not panic
 	}
 }
+
+// Every entry carries a valid DOS date, 1980-01-01, not month 0 day 0, and
+// the metadata record round-trips.
+func TestPthEntryDateAndMetadata(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WritePthMeta(&buf, fuzzSeedTensors(), map[string]string{"dataset": "synthetic"}); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range zr.File {
+		if y, m, d := f.Modified.Date(); y != 1980 || m != 1 || d != 1 {
+			t.Fatalf("entry %s dated %d-%02d-%02d, want 1980-01-01", f.Name, y, m, d)
+		}
+	}
+	_, md, err := ReadPthMeta(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil || md["dataset"] != "synthetic" {
+		t.Fatalf("metadata %v (%v), want dataset synthetic", md, err)
+	}
+}

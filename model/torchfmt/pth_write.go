@@ -2,6 +2,7 @@ package torchfmt
 
 import (
 	"archive/zip"
+	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -21,10 +22,34 @@ const formatVersion = "3\n"
 // archive/data/<i> (one raw little-endian storage per tensor) and archive/version,
 // each entry's data aligned to 64 bytes. torch.load(f, weights_only=True) reads it.
 func WritePth(w io.Writer, ts []Tensor) error {
-	return writePth(w, ts, "archive")
+	return writePth(w, ts, "archive", nil)
 }
 
-func writePth(w io.Writer, ts []Tensor, archive string) error {
+// WritePthMeta is WritePth plus md as a JSON object in the record
+// archive/MetadataRecord. torch.load reads only the records it knows, so
+// the file still loads with torch.load(f, weights_only=True).
+func WritePthMeta(w io.Writer, ts []Tensor, md map[string]string) error {
+	return writePth(w, ts, "archive", md)
+}
+
+// MetadataRecord is the archive record (under the archive folder) that
+// carries resnetlab's string metadata in a .pth file.
+const MetadataRecord = "resnetlab/metadata.json"
+
+func writePth(w io.Writer, ts []Tensor, archive string, md map[string]string) error {
+	var js []byte
+	if md != nil {
+		var err error
+		if js, err = json.Marshal(md); err != nil {
+			return fmt.Errorf("pth: metadata: %w", err)
+		}
+	}
+	return writePthRecord(w, ts, archive, js)
+}
+
+// writePthRecord writes the archive with mdJSON (nil: none) as the
+// metadata record.
+func writePthRecord(w io.Writer, ts []Tensor, archive string, mdJSON []byte) error {
 	if err := validateAll(ts); err != nil {
 		return fmt.Errorf("pth: %w", err)
 	}
@@ -38,6 +63,9 @@ func writePth(w io.Writer, ts []Tensor, archive string) error {
 			return fmt.Errorf("pth: tensor %q has %d bytes; entries of 4 GiB or more are not supported", t.Name, len(buf))
 		}
 		zw.add(archive+"/data/"+strconv.Itoa(i), buf)
+	}
+	if mdJSON != nil {
+		zw.add(archive+"/"+MetadataRecord, mdJSON)
 	}
 	zw.add(archive+"/version", []byte(formatVersion))
 	if zw.err != nil {
@@ -56,6 +84,9 @@ type alignedZip struct {
 }
 
 const localHeaderLen = 30
+
+// dosDate1980 is 1980-01-01 in MS-DOS date format (year-1980<<9 | month<<5 | day).
+const dosDate1980 = 1<<5 | 1
 
 func (a *alignedZip) add(name string, data []byte) {
 	if a.err != nil {
@@ -76,6 +107,10 @@ func (a *alignedZip) add(name string, data []byte) {
 		CompressedSize64:   uint64(len(data)),
 		UncompressedSize64: uint64(len(data)),
 		Extra:              extra,
+		// 1980-01-01 00:00, the earliest DOS date; the zero value would
+		// read as month 0, day 0. Modified cannot be used: it adds an
+		// extended-timestamp field that breaks the alignment above.
+		ModifiedDate: dosDate1980, //lint:ignore SA1019 see above
 	}
 	fw, err := a.zw.CreateRaw(fh)
 	if err == nil {
