@@ -83,7 +83,7 @@ func (j *job) startComm() error {
 
 // commLine says in the log which communicator the run uses.
 func (j *job) commLine(detail string) string {
-	n := j.cell.GPUs
+	n := j.cell.WorldSize
 	switch j.commKind {
 	case commHost:
 		return fmt.Sprintf("comm: host (%d CPU rank(s), collectives over host memory in rank order)", n)

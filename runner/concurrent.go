@@ -62,7 +62,7 @@ func planGridOn(s *Spec, cells []Cell, kind string, n int) gridPlan {
 	}
 	total := 0
 	for _, c := range cells {
-		total += c.GPUs
+		total += c.WorldSize
 	}
 	switch kind {
 	case "cpu":
@@ -82,7 +82,7 @@ func planGridOn(s *Spec, cells []Cell, kind string, n int) gridPlan {
 		first := 0
 		for i, c := range cells {
 			p.places[i] = placement{firstDevice: first % n, devices: n}
-			first += c.GPUs
+			first += c.WorldSize
 		}
 		p.slots = len(cells)
 		p.notice = fmt.Sprintf("concurrent = true: %d runs train at once; their %d ranks on %d GPU(s)", len(cells), total, n)

@@ -44,7 +44,7 @@ func (j *job) afterStep(dt time.Duration, lr float32) {
 	j.epochSteps++
 	j.epochLoss += float64(st.Loss)
 	j.epochTime += dt
-	images := j.spec.BatchSize * j.cell.GPUs
+	images := j.spec.BatchSize * j.cell.WorldSize
 	j.emit(StepDone{Run: j.info.ID, Epoch: j.epoch + 1, Step: j.step, Steps: j.info.StepsPerEpoch,
 		Loss: float64(st.Loss), LossScale: st.LossScale, Skipped: st.Skipped, StepTime: dt,
 		ImagesPerSec: float64(images) / dt.Seconds()})
@@ -73,7 +73,7 @@ func (j *job) endEpoch() error {
 	}
 	r.EpochResults = append(r.EpochResults, er)
 	r.TrainSeconds += er.Seconds
-	j.trainImages += j.epochSteps * j.spec.BatchSize * j.cell.GPUs
+	j.trainImages += j.epochSteps * j.spec.BatchSize * j.cell.WorldSize
 	j.emit(EpochDone{Run: j.info.ID, Epoch: e, Loss: er.Loss, TestAcc: acc, Seconds: er.Seconds, LR: j.sched.LR(j.epoch)})
 	j.publishMemory()
 	j.epoch, j.step = e, 0

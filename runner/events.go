@@ -15,7 +15,7 @@ type RunInfo struct {
 	Spec          string // spec name
 	Plugin        string
 	Precision     string
-	Ranks         int
+	WorldSize     int // ranks
 	Dataset       string
 	Epochs        int
 	Backend       string   // "cpu" or "cuda"

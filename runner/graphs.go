@@ -23,8 +23,8 @@ func (j *job) graphsWhyNot(be kernels.Backend) string {
 	switch {
 	case j.cell.Plugin == PluginGemini:
 		return "gemini's hooks move chunks between host and device inside the step"
-	case j.cell.GPUs > 1:
-		return fmt.Sprintf("the collectives of %d ranks synchronise on the host inside the step", j.cell.GPUs)
+	case j.cell.WorldSize > 1:
+		return fmt.Sprintf("the collectives of %d ranks synchronise on the host inside the step", j.cell.WorldSize)
 	}
 	if _, ok := be.(kernels.Capturer); !ok {
 		return fmt.Sprintf("the %s backend cannot capture graphs", be.Name())

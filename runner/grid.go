@@ -10,7 +10,7 @@ import (
 type Cell struct {
 	Plugin        string // torch_ddp, low_level_zero or gemini (torch_ddp_fp16 becomes torch_ddp x fp16)
 	Precision     string // fp32, fp16 or bf16
-	GPUs          int    // ranks
+	WorldSize     int    // ranks (the spec's gpus)
 	ID            string // "<plugin>-<precision>-<gpus>", unique within the spec
 	CheckpointDir string // the checkpoint template expanded for this cell
 }
@@ -24,7 +24,7 @@ type Rejection struct {
 
 func (r Rejection) String() string {
 	return fmt.Sprintf("%s: skipping %s x %s x %d: %s", r.Where, r.Cell.Plugin,
-		r.Cell.Precision, r.Cell.GPUs, r.Reason)
+		r.Cell.Precision, r.Cell.WorldSize, r.Reason)
 }
 
 // candidate is a cell as written, before normalisation.
@@ -49,7 +49,7 @@ func (s *Spec) Cells() (cells []Cell, rejected []Rejection, err error) {
 			}
 		}
 		if reason != "" {
-			shown := Cell{Plugin: c.plugin, Precision: cell.Precision, GPUs: c.gpus}
+			shown := Cell{Plugin: c.plugin, Precision: cell.Precision, WorldSize: c.gpus}
 			rejected = append(rejected, Rejection{Cell: shown, Where: s.where(c.where), Reason: reason})
 			continue
 		}
@@ -102,7 +102,7 @@ func (s *Spec) normalize(c candidate) (Cell, string) {
 	if prec == "" {
 		prec = DefaultPrecision(c.plugin)
 	}
-	cell := Cell{Plugin: c.plugin, Precision: prec, GPUs: c.gpus}
+	cell := Cell{Plugin: c.plugin, Precision: prec, WorldSize: c.gpus}
 	switch {
 	case !contains(plugins, c.plugin):
 		return cell, fmt.Sprintf("unknown plugin %q (want %s)", c.plugin, orList(plugins))
@@ -126,7 +126,7 @@ func (s *Spec) normalize(c candidate) (Cell, string) {
 		return cell, fmt.Sprintf("each of %d ranks gets %d training images, less than one batch of %d "+
 			"(want fewer gpus or a smaller batch_size)", c.gpus, per, s.BatchSize)
 	}
-	cell.ID = fmt.Sprintf("%s-%s-%d", cell.Plugin, cell.Precision, cell.GPUs)
+	cell.ID = fmt.Sprintf("%s-%s-%d", cell.Plugin, cell.Precision, cell.WorldSize)
 	cell.CheckpointDir = s.ExpandCheckpoint(cell)
 	return cell, ""
 }
@@ -159,7 +159,7 @@ var templateVars = []string{"name", "plugin", "precision", "gpus"}
 // ExpandCheckpoint fills the checkpoint template for a cell.
 func (s *Spec) ExpandCheckpoint(c Cell) string {
 	return strings.NewReplacer("{name}", s.Name, "{plugin}", c.Plugin,
-		"{precision}", c.Precision, "{gpus}", strconv.Itoa(c.GPUs)).Replace(s.Checkpoint)
+		"{precision}", c.Precision, "{gpus}", strconv.Itoa(c.WorldSize)).Replace(s.Checkpoint)
 }
 
 // checkTemplate returns "" or what is wrong with a checkpoint template.
@@ -218,11 +218,11 @@ func (s *Spec) CheckDevices(n int) error {
 		return nil
 	}
 	for _, c := range cells {
-		if c.GPUs > n {
+		if c.WorldSize > n {
 			return &SpecError{File: s.File, Line: s.src.line("share_devices"), Key: "share_devices",
 				Msg: fmt.Sprintf("run %s needs %d devices but %d are available "+
 					"(want share_devices = true to put several ranks on one device, or gpus <= %d)",
-					c.ID, c.GPUs, n, n)}
+					c.ID, c.WorldSize, n, n)}
 		}
 	}
 	return nil

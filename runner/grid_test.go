@@ -77,7 +77,7 @@ gpus = [1, 2]
 	}
 	for i, w := range wantRej {
 		r := rej[i]
-		if r.Cell.Plugin != w.plugin || r.Cell.Precision != w.prec || r.Cell.GPUs != w.gpus ||
+		if r.Cell.Plugin != w.plugin || r.Cell.Precision != w.prec || r.Cell.WorldSize != w.gpus ||
 			!strings.Contains(r.Reason, w.frag) || r.Where != "t.toml:2" {
 			t.Errorf("rejection %d = %+v, want %+v at t.toml:2", i, r, w)
 		}
@@ -193,7 +193,7 @@ func TestCheckDevices(t *testing.T) {
 
 func TestCheckTemplateAndExpand(t *testing.T) {
 	s := &Spec{Name: "exp", Checkpoint: "./{name}/{plugin}_{precision}_x{gpus}/{plugin}"}
-	got := s.ExpandCheckpoint(Cell{Plugin: "gemini", Precision: "bf16", GPUs: 4})
+	got := s.ExpandCheckpoint(Cell{Plugin: "gemini", Precision: "bf16", WorldSize: 4})
 	if got != "./exp/gemini_bf16_x4/gemini" {
 		t.Fatalf("ExpandCheckpoint = %q", got)
 	}

@@ -24,7 +24,7 @@ func TestExplainOOMFromAllocator(t *testing.T) {
 	drv := allocOOM(512<<20, 100*gib, 120*gib, 140*gib)
 	// As the rank pool sees it: a recovered panic wrapped with %w.
 	err := fmt.Errorf("panic: %w", drv)
-	cell := Cell{ID: "torch_ddp-fp32-2", Plugin: PluginTorchDDP, Precision: "fp32", GPUs: 2}
+	cell := Cell{ID: "torch_ddp-fp32-2", Plugin: PluginTorchDDP, Precision: "fp32", WorldSize: 2}
 	got := explainOOM(err, 1, "NVIDIA H200 #1", cell, 0, nil)
 	var oe *OOMError
 	if !errors.As(got, &oe) {
@@ -63,7 +63,7 @@ func TestExplainOOMFromAllocator(t *testing.T) {
 
 func TestExplainOOMGeminiAdvice(t *testing.T) {
 	drv := allocOOM(1<<20, 2*gib, 2*gib, 80*gib)
-	cell := Cell{ID: "gemini-fp16-1", Plugin: PluginGemini, Precision: "fp16", GPUs: 1}
+	cell := Cell{ID: "gemini-fp16-1", Plugin: PluginGemini, Precision: "fp16", WorldSize: 1}
 	msg := explainOOM(drv, 0, "d", cell, 2*gib, nil).Error()
 	if !strings.Contains(msg, "lower [gemini] device_budget (now 2.00 GiB)") ||
 		!strings.Contains(msg, `placement = "auto"`) || strings.Contains(msg, "run plugin gemini") {
@@ -128,7 +128,7 @@ func TestJobExplainOOM(t *testing.T) {
 // chain and the group aborted with the same error.
 func TestRankPoolExplainsOOM(t *testing.T) {
 	be0, be1 := cpu.New(), cpu.New()
-	j := &job{spec: &Spec{}, cell: Cell{ID: "torch_ddp-fp32-2", Plugin: PluginTorchDDP, GPUs: 2},
+	j := &job{spec: &Spec{}, cell: Cell{ID: "torch_ddp-fp32-2", Plugin: PluginTorchDDP, WorldSize: 2},
 		ranks: []*rankState{{be: be0}, {be: be1}}}
 	var aborted error
 	p := startRanks(2, func(err error) { aborted = err })
@@ -166,7 +166,7 @@ func TestRankPoolExplainsOOM(t *testing.T) {
 
 	// Returned (not panicked) by a Gemini rank with a budget: the sizes
 	// come from the rank's backend, the advice is to lower the budget.
-	j.cell, j.spec.Gemini.DeviceBudget = Cell{ID: "gemini-fp16-2", Plugin: PluginGemini, GPUs: 2}, 3*gib
+	j.cell, j.spec.Gemini.DeviceBudget = Cell{ID: "gemini-fp16-2", Plugin: PluginGemini, WorldSize: 2}, 3*gib
 	host := &cuda.Error{Call: "cuMemAllocHost", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY"}
 	err = p.do(func(r int) error {
 		if r == 0 {

@@ -65,9 +65,9 @@ func dataSourceLine(name string, d *data.Dataset) string {
 }
 
 func runInfo(s *Spec, c Cell, train *data.Dataset) RunInfo {
-	return RunInfo{ID: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision, Ranks: c.GPUs,
+	return RunInfo{ID: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision, WorldSize: c.WorldSize,
 		Dataset: s.Dataset, Epochs: s.Epochs, CheckpointDir: c.CheckpointDir,
-		StepsPerEpoch: train.N / c.GPUs / s.BatchSize}
+		StepsPerEpoch: train.N / c.WorldSize / s.BatchSize}
 }
 
 // runCell trains one cell (from the checkpoint of epoch resume when > 0)
@@ -77,8 +77,8 @@ func runCell(ctx context.Context, s *Spec, c Cell, info RunInfo, train, test *da
 	j := &job{spec: s, cell: c, info: info, events: events, cmds: cmds, train: train, test: test,
 		startEpoch: resume, place: pl}
 	j.result = &Result{Run: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision,
-		WorldSize: c.GPUs, Dataset: s.Dataset, Width: s.Width, BatchSize: s.BatchSize, Epochs: s.Epochs,
-		PeakDeviceBytes: make([]int64, c.GPUs), PeakHostBytes: make([]int64, c.GPUs)}
+		WorldSize: c.WorldSize, Dataset: s.Dataset, Width: s.Width, BatchSize: s.BatchSize, Epochs: s.Epochs,
+		PeakDeviceBytes: make([]int64, c.WorldSize), PeakHostBytes: make([]int64, c.WorldSize)}
 	err := safely(func() error { return j.run(ctx) })
 	ferr := j.finish(err)
 	if werr := WriteResult(s.ResultsDir, j.result); werr != nil {
@@ -95,16 +95,16 @@ func (j *job) run(ctx context.Context) (err error) {
 	}
 	if j.info.StepsPerEpoch < 1 {
 		return fmt.Errorf("%s: %d training images cannot fill one batch of %d on each of %d ranks",
-			j.spec.File, j.train.N, j.spec.BatchSize, j.cell.GPUs)
+			j.spec.File, j.train.N, j.spec.BatchSize, j.cell.WorldSize)
 	}
-	if j.plan, err = planBackends(j.spec.Device, j.cell.GPUs, j.spec.ShareDevices); err != nil {
+	if j.plan, err = planBackends(j.spec.Device, j.cell.WorldSize, j.spec.ShareDevices); err != nil {
 		return err
 	}
-	j.plan.place(j.place, j.cell.GPUs)
+	j.plan.place(j.place, j.cell.WorldSize)
 	if j.plan.notice != "" {
 		j.logf("warn", "%s", j.plan.notice)
 	}
-	j.sched = model.MultiStepLR{Base: j.spec.ScaledLR(j.cell.GPUs), Milestones: j.spec.Milestones, Gamma: j.spec.Gamma}
+	j.sched = model.MultiStepLR{Base: j.spec.ScaledLR(j.cell.WorldSize), Milestones: j.spec.Milestones, Gamma: j.spec.Gamma}
 	defer func() {
 		j.failed = err != nil
 		j.close()

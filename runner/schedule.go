@@ -150,7 +150,7 @@ func (g *gridRun) placement(i int) placement {
 		pl.cpuRanks = 0
 		for k, st := range g.state {
 			if st == cellTraining {
-				pl.cpuRanks += g.cells[k].GPUs
+				pl.cpuRanks += g.cells[k].WorldSize
 			}
 		}
 	}

@@ -77,7 +77,7 @@ func (j *job) logf(level, format string, args ...any) {
 
 // setup opens every rank's backend and builds its model and engine.
 func (j *job) setup() error {
-	n := j.cell.GPUs
+	n := j.cell.WorldSize
 	j.group = comm.NewGroup(n)
 	j.pool = startRanks(n, j.group.Abort)
 	j.pool.explain = j.explainOOM // out of device memory: name the rank, its usage and the fix
@@ -263,7 +263,7 @@ func firstNonFinite(m *model.ResNet) string {
 // meta describes a checkpoint taken now.
 func (j *job) meta(epoch, step int) ckptMeta {
 	return ckptMeta{Epoch: epoch, Step: step, StepsPerEpoch: j.info.StepsPerEpoch,
-		Plugin: j.cell.Plugin, Precision: j.cell.Precision, World: j.cell.GPUs,
+		Plugin: j.cell.Plugin, Precision: j.cell.Precision, World: j.cell.WorldSize,
 		Width: j.spec.Width, InChannels: j.train.C, Classes: len(j.train.Classes), Dataset: j.spec.Dataset,
 		SynTest: j.spec.Synthetic.Test, SynSeed: int(j.spec.Synthetic.Seed),
 		History: trimEpochs(j.result.EpochResults, epoch), Partial: j.partial(step)}

@@ -16,7 +16,7 @@ type compareRow struct {
 var compareRows = []compareRow{
 	{"plugin", func(r *run) string { return orDash(r.info.Plugin) }},
 	{"precision", func(r *run) string { return orDash(r.info.Precision) }},
-	{"gpus", func(r *run) string { return fmt.Sprint(r.info.Ranks) }},
+	{"gpus", func(r *run) string { return fmt.Sprint(r.info.WorldSize) }},
 	{"status", func(r *run) string { return r.status.String() }},
 	{"epoch", func(r *run) string { return fmt.Sprintf("%d/%d", r.prog.doneEpochs, r.info.Epochs) }},
 	{"final acc", finalAcc},

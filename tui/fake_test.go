@@ -76,7 +76,7 @@ func ckptDir(run string) string { return filepath.Join("ckpt", run) }
 func testGrid() []runner.RunInfo {
 	mk := func(plugin, prec string, ranks int, dev []string) runner.RunInfo {
 		id := fmt.Sprintf("%s-%s-%d", plugin, prec, ranks)
-		return runner.RunInfo{ID: id, Spec: "zero", Plugin: plugin, Precision: prec, Ranks: ranks,
+		return runner.RunInfo{ID: id, Spec: "zero", Plugin: plugin, Precision: prec, WorldSize: ranks,
 			Dataset: "synthetic", Epochs: 4, Backend: "cuda", Devices: dev, StepsPerEpoch: 20,
 			CheckpointDir: ckptDir(id)}
 	}
@@ -224,7 +224,7 @@ func (f *fakeRunner) epochs(info runner.RunInfo, start int) error {
 	if err := f.emit(runner.RunStarted{Info: info, StartEpoch: start}); err != nil {
 		return err
 	}
-	if err := f.log(info.ID, "info", fmt.Sprintf("%s: %s x %s on %d rank(s)", info.ID, info.Plugin, info.Precision, info.Ranks)); err != nil {
+	if err := f.log(info.ID, "info", fmt.Sprintf("%s: %s x %s on %d rank(s)", info.ID, info.Plugin, info.Precision, info.WorldSize)); err != nil {
 		return err
 	}
 	for ep := start + 1; ep <= info.Epochs; ep++ {
@@ -247,8 +247,8 @@ func (f *fakeRunner) step(info runner.RunInfo, ep, s int) error {
 	}
 	g := (ep-1)*info.StepsPerEpoch + s
 	ev := runner.StepDone{Run: info.ID, Epoch: ep, Step: s, Steps: info.StepsPerEpoch,
-		Loss: fakeLoss(g), StepTime: time.Duration(20+5*info.Ranks) * time.Millisecond,
-		ImagesPerSec: float64(100*info.Ranks) / (float64(20+5*info.Ranks) / 1000)}
+		Loss: fakeLoss(g), StepTime: time.Duration(20+5*info.WorldSize) * time.Millisecond,
+		ImagesPerSec: float64(100*info.WorldSize) / (float64(20+5*info.WorldSize) / 1000)}
 	if info.Precision == "fp16" {
 		ev.LossScale = 32
 	}
@@ -354,7 +354,7 @@ func (f *fakeRunner) save(info runner.RunInfo, e int) error {
 
 func (f *fakeRunner) endEpoch(info runner.RunInfo, ep int) error {
 	if err := f.emit(runner.EpochDone{Run: info.ID, Epoch: ep, Loss: fakeLoss(ep * info.StepsPerEpoch),
-		TestAcc: fakeAcc(ep), Seconds: 0.5 * float64(info.StepsPerEpoch) * float64(20+5*info.Ranks) / 1000 * 2, LR: 1e-3}); err != nil {
+		TestAcc: fakeAcc(ep), Seconds: 0.5 * float64(info.StepsPerEpoch) * float64(20+5*info.WorldSize) / 1000 * 2, LR: 1e-3}); err != nil {
 		return err
 	}
 	if f.every > 0 && ep%f.every == 0 {
@@ -366,7 +366,7 @@ func (f *fakeRunner) endEpoch(info runner.RunInfo, ep int) error {
 // reports emits every rank's memory and, for gemini, chunk states.
 func (f *fakeRunner) reports(info runner.RunInfo, s int) error {
 	const mib = 1 << 20
-	for r := range info.Ranks {
+	for r := range info.WorldSize {
 		u := runner.MemoryUsage{Run: info.ID, Rank: r,
 			Device:     [6]int64{43 * mib, 43 * mib, 86 * mib, int64(40+4*s) * mib, 8 * mib, 2 * mib},
 			DevicePeak: 330 * mib, Capacity: 140 << 30}
@@ -404,7 +404,7 @@ func fakeChunks(rank, s int) []runner.ChunkState {
 
 func (f *fakeRunner) finish(info runner.RunInfo, status string, err error) error {
 	res := &runner.Result{Run: info.ID, Plugin: info.Plugin, Precision: info.Precision,
-		WorldSize: info.Ranks, Status: status}
+		WorldSize: info.WorldSize, Status: status}
 	if status == "done" {
 		res.FinalTestAcc, res.BestTestAcc = fakeAcc(info.Epochs), fakeAcc(info.Epochs)
 	}

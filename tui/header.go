@@ -33,7 +33,7 @@ func ranks(info runner.RunInfo) string {
 	if info.Backend == "cuda" {
 		unit = "gpu"
 	}
-	return fmt.Sprintf("%d %s%s", info.Ranks, unit, plural(info.Ranks))
+	return fmt.Sprintf("%d %s%s", info.WorldSize, unit, plural(info.WorldSize))
 }
 
 func statusBadge(s status, st styles) string {

@@ -22,7 +22,7 @@ func TestHeaderCountsRanksInWhatTheyRunOn(t *testing.T) {
 		{"cpu", 2, "× 2 ranks · cpu", "gpu"},
 		{"cuda", 2, "× 2 gpus · cuda", "rank"},
 	} {
-		r := newRun(runner.RunInfo{ID: "x", Plugin: "torch_ddp", Precision: "fp32", Ranks: c.ranks, Backend: c.backend})
+		r := newRun(runner.RunInfo{ID: "x", Plugin: "torch_ddp", Precision: "fp32", WorldSize: c.ranks, Backend: c.backend})
 		cfg := ansi.Strip(header{}.View(r, 0, 1, 120, st)[1])
 		if !strings.Contains(cfg, c.want) || strings.Contains(cfg, c.not) {
 			t.Errorf("%s x %d: header %q, want %q and no %q", c.backend, c.ranks, cfg, c.want, c.not)

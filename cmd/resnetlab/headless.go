@@ -103,7 +103,7 @@ func (h *headless) epoch(e runner.EpochDone) {
 func (h *headless) queued(info runner.RunInfo) {
 	h.infos[info.ID] = info
 	h.printf(info.ID, "queued: %s %s, %d rank%s%s, %s, %d epochs x %d steps",
-		info.Plugin, info.Precision, info.Ranks, plural(info.Ranks), placement(info), info.Dataset,
+		info.Plugin, info.Precision, info.WorldSize, plural(info.WorldSize), placement(info), info.Dataset,
 		info.Epochs, info.StepsPerEpoch)
 }
 

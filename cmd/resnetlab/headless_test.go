@@ -13,7 +13,7 @@ func TestHeadlessLines(t *testing.T) {
 	var out bytes.Buffer
 	clock := time.Unix(1000, 0)
 	h := newHeadless(&out, func() time.Time { return clock })
-	info := runner.RunInfo{ID: "gemini-fp16-2", Plugin: "gemini", Precision: "fp16", Ranks: 2, Dataset: "cifar10",
+	info := runner.RunInfo{ID: "gemini-fp16-2", Plugin: "gemini", Precision: "fp16", WorldSize: 2, Dataset: "cifar10",
 		Epochs: 80, Backend: "cuda", Devices: []string{"cuda:0", "cuda:1"}, StepsPerEpoch: 250}
 	step := func(s int, advance time.Duration) {
 		clock = clock.Add(advance)

@@ -115,7 +115,7 @@ func TestRunHeadless(t *testing.T) {
 	c.runSpec = func(ctx context.Context, s *runner.Spec, o runner.RunOptions, ev chan<- runner.Event, _ <-chan runner.Command) error {
 		gotSpec, gotOpts = s, o
 		ev <- runner.RunQueued{Info: runner.RunInfo{ID: "torch_ddp-fp32-1", Plugin: "torch_ddp", Precision: "fp32",
-			Ranks: 1, Dataset: "synthetic", Epochs: 4, Backend: "cpu", Devices: []string{"cpu"}, StepsPerEpoch: 100}}
+			WorldSize: 1, Dataset: "synthetic", Epochs: 4, Backend: "cpu", Devices: []string{"cpu"}, StepsPerEpoch: 100}}
 		ev <- runner.EpochDone{Run: "torch_ddp-fp32-1", Epoch: 1, Loss: 1.5, TestAcc: 0.5, Seconds: 2, LR: 0.003}
 		ev <- runner.RunFinished{Run: "torch_ddp-fp32-1", Err: errors.New("final test accuracy 0.5000 is below target_acc 0.6")}
 		return nil

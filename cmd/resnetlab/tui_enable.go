@@ -27,7 +27,7 @@ func tuiOptions(spec *runner.Spec, cells []runner.Cell, events <-chan runner.Eve
 	for i, c := range cells {
 		dirs[c.ID] = c.CheckpointDir
 		infos[i] = runner.RunInfo{ID: c.ID, Spec: spec.Name, Plugin: c.Plugin, Precision: c.Precision,
-			Ranks: c.GPUs, Dataset: spec.Dataset, Epochs: spec.Epochs, CheckpointDir: c.CheckpointDir}
+			WorldSize: c.WorldSize, Dataset: spec.Dataset, Epochs: spec.Epochs, CheckpointDir: c.CheckpointDir}
 	}
 	return tui.Options{
 		Title:    spec.Name + " · " + spec.File,
