@@ -66,7 +66,7 @@ func (j *job) startComm() error {
 		j.result.Comm = j.commKind
 	}
 	if j.commKind != commNCCL {
-		j.logf("info", "%s", j.commLine(""))
+		j.logf(LevelInfo, "%s", j.commLine(""))
 		return nil
 	}
 	lib, err := comm.LoadNCCL()
@@ -77,7 +77,7 @@ func (j *job) startComm() error {
 		return err
 	}
 	v, _ := lib.Version()
-	j.logf("info", "%s", j.commLine(fmt.Sprintf(" %d from %s (ncclCommInitAll over GPUs %v, NCCL_NVLS_ENABLE=0)", v, lib.Path, j.plan.devices)))
+	j.logf(LevelInfo, "%s", j.commLine(fmt.Sprintf(" %d from %s (ncclCommInitAll over GPUs %v, NCCL_NVLS_ENABLE=0)", v, lib.Path, j.plan.devices)))
 	return nil
 }
 

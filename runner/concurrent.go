@@ -34,7 +34,7 @@ type gridPlan struct {
 	slots  int         // runs training at the same time; 1 = one after another
 	places []placement // per cell
 	notice string      // a line for the log: how the runs share, or why they cannot
-	level  string      // the notice's level: "info" or "warn"
+	level  Level       // the notice's level: LevelInfo or LevelWarn
 }
 
 // planGrid applies the rule above to the spec's runs on this machine.
@@ -56,7 +56,7 @@ func planGrid(s *Spec, cells []Cell) gridPlan {
 // planGridOn is planGrid for a known backend kind ("cpu", "cuda" or "" for
 // none) with n GPUs.
 func planGridOn(s *Spec, cells []Cell, kind string, n int) gridPlan {
-	p := gridPlan{slots: 1, places: make([]placement, len(cells)), level: "info"}
+	p := gridPlan{slots: 1, places: make([]placement, len(cells)), level: LevelInfo}
 	if !s.Concurrent || len(cells) < 2 || kind == "" {
 		return p
 	}
@@ -74,7 +74,7 @@ func planGridOn(s *Spec, cells []Cell, kind string, n int) gridPlan {
 			len(cells), total, runtime.GOMAXPROCS(0), max(1, runtime.GOMAXPROCS(0)/total))
 	case "cuda":
 		if total > n && !s.ShareDevices {
-			p.level = "warn"
+			p.level = LevelWarn
 			p.notice = fmt.Sprintf("concurrent = true, but the %d runs need %d GPUs together, %d found, and share_devices = false: "+
 				"they train one after another (set share_devices = true to let concurrent runs share GPUs)", len(cells), total, n)
 			return p

@@ -160,7 +160,7 @@ func TestConcurrentFailingRunDoesNotStopTheOther(t *testing.T) {
 	}
 	for _, r := range rs {
 		b, err := os.ReadFile(ResultPath(s.ResultsDir, r))
-		if err != nil || !strings.Contains(string(b), `"status": "`+r.Status+`"`) {
+		if err != nil || !strings.Contains(string(b), `"status": "`+string(r.Status)+`"`) {
 			t.Fatalf("result file of %s: %v\n%s", r.Run, err, b)
 		}
 	}

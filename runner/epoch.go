@@ -122,21 +122,21 @@ func (j *job) finish(runErr error) error {
 	}
 	switch {
 	case errors.Is(runErr, errStopped):
-		r.Status = "stopped"
+		r.Status = StatusStopped
 		return nil
 	case errors.Is(runErr, context.Canceled), errors.Is(runErr, context.DeadlineExceeded):
 		// Ctrl-C: signal.NotifyContext's cause is a context.Canceled too.
-		r.Status, r.Error = "interrupted", runErr.Error()
+		r.Status, r.Error = StatusInterrupted, runErr.Error()
 		return runErr
 	case runErr != nil:
-		r.Status, r.Error = "failed", runErr.Error()
+		r.Status, r.Error = StatusFailed, runErr.Error()
 		return runErr
 	}
-	r.Status = "done"
+	r.Status = StatusDone
 	if t := j.spec.TargetAcc; t > 0 && r.FinalTestAcc < t {
 		err := fmt.Errorf("final test accuracy %.2f%% is below target_acc %.2f%% (%s)",
 			100*r.FinalTestAcc, 100*t, j.spec.File)
-		r.Status, r.Error = "failed", err.Error()
+		r.Status, r.Error = StatusFailed, err.Error()
 		return err
 	}
 	return nil

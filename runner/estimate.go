@@ -47,9 +47,9 @@ func (j *job) estimate(dt time.Duration) {
 	spe := j.info.StepsPerEpoch
 	left := (j.spec.Epochs-j.epoch)*spe - j.step
 	total := time.Duration(left) * per
-	level := "info"
+	level := LevelInfo
 	if total > time.Hour {
-		level = "warn"
+		level = LevelWarn
 	}
 	j.logf(level, "estimate: %s of training left (%d steps at %s/step on %s; evaluation not counted)",
 		FormatDuration(total), left, per.Round(time.Millisecond/10), j.info.Backend)

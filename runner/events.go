@@ -116,9 +116,19 @@ type Resumed struct{ Run string }
 type Log struct {
 	Run   string
 	Time  time.Time
-	Level string // "info", "warn", "error"
+	Level Level
 	Text  string
 }
+
+// Level is how much a Log line matters.
+type Level string
+
+// Log levels.
+const (
+	LevelInfo  Level = "info"
+	LevelWarn  Level = "warn"  // something the user should know (a fallback, an ignored command)
+	LevelError Level = "error" // something failed, the run goes on (a checkpoint not written)
+)
 
 // RunFinished is the last event of a run. Err is nil on success; a run that
 // missed target_acc finishes with an error saying so.
@@ -177,6 +187,17 @@ func (Stop) isCommand()          {}
 func (ResumeFrom) isCommand()    {}
 func (To) isCommand()            {}
 
+// Status is how a run ended, as its result file records it.
+type Status string
+
+// Run statuses.
+const (
+	StatusDone        Status = "done"        // trained every epoch (and reached target_acc, when set)
+	StatusFailed      Status = "failed"      // an error stopped it, or it missed target_acc
+	StatusStopped     Status = "stopped"     // the user stopped it
+	StatusInterrupted Status = "interrupted" // Ctrl-C or SIGTERM: not the run's fault, resumable
+)
+
 // EpochResult is one epoch's line in results/<run>.json.
 type EpochResult struct {
 	Epoch   int     `json:"epoch"`
@@ -208,6 +229,6 @@ type Result struct {
 	PeakDeviceBytes []int64       `json:"peak_device_bytes_per_rank"`
 	PeakHostBytes   []int64       `json:"peak_host_bytes_per_rank"`
 	ModelSHA256     string        `json:"model_sha256"`
-	Status          string        `json:"status"` // "done", "failed", "stopped", "interrupted"
+	Status          Status        `json:"status"`
 	Error           string        `json:"error,omitempty"`
 }

@@ -42,6 +42,6 @@ func (j *job) geminiSummary(eng engine.Trainer) {
 		return
 	}
 	st := g.Stats()
-	j.logf("info", "gemini rank 0: %d chunk moves (%.1f MiB), %d prefetched, %d stalls (moves still in flight when needed), %d offloads taken back",
+	j.logf(LevelInfo, "gemini rank 0: %d chunk moves (%.1f MiB), %d prefetched, %d stalls (moves still in flight when needed), %d offloads taken back",
 		st.Moves, float64(st.BytesMoved)/(1<<20), st.Prefetches, st.Stalls, st.Revived)
 }

@@ -44,10 +44,10 @@ func (j *job) logGraphs() {
 		return
 	}
 	if why := j.graphsWhyNot(j.ranks[0].be); why != "" {
-		j.logf("warn", "cuda_graphs = true has no effect on this run (eager steps): %s", why)
+		j.logf(LevelWarn, "cuda_graphs = true has no effect on this run (eager steps): %s", why)
 		return
 	}
-	j.logf("info", "cuda_graphs: forward, loss and backward replay as a graph after %d eager steps; "+
+	j.logf(LevelInfo, "cuda_graphs: forward, loss and backward replay as a graph after %d eager steps; "+
 		"the loss read, loss scaler and Adam stay eager", engine.DefaultGraphWarmup)
 }
 
@@ -73,6 +73,6 @@ func (j *job) graphSummary(eng engine.Trainer) {
 		return
 	}
 	if st := g.GraphStats(); st.Captures > 0 {
-		j.logf("info", "cuda_graphs rank 0: %d steps replayed from %d captures", st.Replays, st.Captures)
+		j.logf(LevelInfo, "cuda_graphs rank 0: %d steps replayed from %d captures", st.Replays, st.Captures)
 	}
 }

@@ -19,7 +19,7 @@ const (
 type ReportRow struct {
 	Label, Source              string
 	Plugin, Precision, Dataset string
-	Ranks                      int
+	WorldSize                  int
 	EpochsDone, EpochsPlanned  int
 	Curve                      []EpochResult // evaluated epochs only, in order
 	HasFinal                   bool
@@ -71,9 +71,9 @@ func resultLess(a, b *Result) bool {
 func ResultRow(r *Result, withSpec bool) ReportRow {
 	row := ReportRow{
 		Label: runLabel(r, withSpec), Source: SourceRun, Plugin: r.Plugin, Precision: r.Precision,
-		Dataset: r.Dataset, Ranks: r.WorldSize, EpochsDone: len(r.EpochResults), EpochsPlanned: r.Epochs,
+		Dataset: r.Dataset, WorldSize: r.WorldSize, EpochsDone: len(r.EpochResults), EpochsPlanned: r.Epochs,
 		Curve: evaluatedEpochs(r.EpochResults), WallSeconds: r.TrainSeconds, ImagesPerSec: r.ImagesPerSecond,
-		Status: r.Status, Error: r.Error,
+		Status: string(r.Status), Error: r.Error,
 	}
 	for _, p := range r.PeakDeviceBytes {
 		row.PeakDeviceBytes = max(row.PeakDeviceBytes, p)
@@ -134,14 +134,14 @@ func meanEpochSeconds(es []EpochResult) float64 {
 func ReportBaseline(rows []ReportRow) int {
 	best, bestScore := -1, -1
 	for i, r := range rows {
-		if r.Source != SourceRun || r.Precision != "fp32" || r.Ranks != 1 || !r.HasFinal {
+		if r.Source != SourceRun || r.Precision != "fp32" || r.WorldSize != 1 || !r.HasFinal {
 			continue
 		}
 		score := 0
 		if r.Plugin == PluginTorchDDP {
 			score += 2
 		}
-		if r.Status == "done" {
+		if r.Status == string(StatusDone) {
 			score++
 		}
 		if score > bestScore {
@@ -181,7 +181,7 @@ func ReportMarkdown(rows []ReportRow) string {
 }
 
 func markdownCells(r ReportRow, i, base int, rows []ReportRow) []string {
-	cells := []string{r.Label, r.Source, orDash(r.Plugin), orDash(r.Precision), intOrDash(r.Ranks),
+	cells := []string{r.Label, r.Source, orDash(r.Plugin), orDash(r.Precision), intOrDash(r.WorldSize),
 		orDash(r.Dataset), epochsCell(r), "-", "-"}
 	if r.HasFinal {
 		cells[7] = pct(r.FinalAcc)

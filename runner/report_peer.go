@@ -136,7 +136,7 @@ func peerDataset(data string) string {
 func (p *PeerLog) Row() ReportRow {
 	name := strings.TrimSuffix(filepath.Base(p.Path), filepath.Ext(p.Path))
 	row := ReportRow{
-		Label: "peer: " + name, Source: SourcePeer, Plugin: "pytorch", Dataset: p.Dataset, Ranks: 1,
+		Label: "peer: " + name, Source: SourcePeer, Plugin: "pytorch", Dataset: p.Dataset, WorldSize: 1,
 		EpochsDone: len(p.Epochs), Curve: evaluatedEpochs(p.Epochs), Status: "incomplete",
 		MeanEpochSeconds: meanEpochSeconds(p.Epochs),
 	}
@@ -149,7 +149,7 @@ func (p *PeerLog) Row() ReportRow {
 		row.Precision, row.EpochsPlanned = peerPrecision(a.AMP), a.Epochs
 	}
 	if s := p.Summary; s != nil {
-		row.Precision, row.Status = peerPrecision(s.AMP), "done"
+		row.Precision, row.Status = peerPrecision(s.AMP), string(StatusDone)
 		row.EpochsPlanned, final, row.WallSeconds = s.Epochs, s.FinalAcc, s.TotalSeconds
 	}
 	row.setAccuracy(final, 0)

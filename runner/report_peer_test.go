@@ -27,7 +27,7 @@ func TestReportPeerLog(t *testing.T) {
 	}
 	row := p.Row()
 	want := ReportRow{Label: "peer: peer_amp", Source: SourcePeer, Plugin: "pytorch", Precision: "fp16",
-		Dataset: "fashion-mnist", Ranks: 1, EpochsDone: 3, EpochsPlanned: 3, HasFinal: true, FinalAcc: 0.64,
+		Dataset: "fashion-mnist", WorldSize: 1, EpochsDone: 3, EpochsPlanned: 3, HasFinal: true, FinalAcc: 0.64,
 		BestAcc: 0.66, BestEpoch: 2, WallSeconds: 33.4, Status: "done"}
 	row.Curve, row.MeanEpochSeconds = nil, math.Round(row.MeanEpochSeconds*1000)/1000
 	want.MeanEpochSeconds = 11

@@ -30,7 +30,7 @@ func ReferenceRows() []ReportRow {
 	for _, r := range ReferenceCIFAR10 {
 		rows = append(rows, ReportRow{
 			Label: "reference: " + r.Column, Source: SourceReference, Plugin: r.Plugin,
-			Precision: r.Precision, Dataset: "cifar10", Ranks: r.Ranks, EpochsDone: referenceEpochs,
+			Precision: r.Precision, Dataset: "cifar10", WorldSize: r.Ranks, EpochsDone: referenceEpochs,
 			HasFinal: true, FinalAcc: r.Acc, Status: "published",
 		})
 	}

@@ -103,7 +103,7 @@ func TestReportTable(t *testing.T) {
 
 func TestReportBaseline(t *testing.T) {
 	mk := func(plugin, precision string, ranks int, status string) ReportRow {
-		return ReportRow{Label: plugin, Source: SourceRun, Plugin: plugin, Precision: precision, Ranks: ranks,
+		return ReportRow{Label: plugin, Source: SourceRun, Plugin: plugin, Precision: precision, WorldSize: ranks,
 			Status: status, HasFinal: true, FinalAcc: 0.5, Dataset: "cifar10"}
 	}
 	rows := []ReportRow{mk("gemini", "fp32", 1, "done"), mk("torch_ddp", "fp32", 1, "stopped"),

@@ -147,7 +147,7 @@ func compareRow(r *Result, multiSpec bool) []string {
 	}
 	return []string{runLabel(r, multiSpec), r.Plugin, r.Precision, fmt.Sprint(r.WorldSize), r.Dataset,
 		fmt.Sprintf("%d/%d", done, r.Epochs), final, best, epochTime, ips, peakMem(r.PeakDeviceBytes),
-		r.Status}
+		string(r.Status)}
 }
 
 func pct(f float64) string { return fmt.Sprintf("%.2f%%", 100*f) }

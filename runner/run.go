@@ -29,7 +29,7 @@ func RunSpec(ctx context.Context, spec *Spec, opts RunOptions, events chan<- Eve
 	}
 	g := &gridRun{spec: s, opts: opts, cells: cells, events: events}
 	for _, r := range rejected {
-		g.emit(Log{Level: "warn", Text: r.String()})
+		g.emit(Log{Level: LevelWarn, Text: r.String()})
 	}
 	g.plan = planGrid(s, cells)
 	if g.plan.notice != "" {
@@ -38,7 +38,7 @@ func RunSpec(ctx context.Context, spec *Spec, opts RunOptions, events chan<- Eve
 	if g.train, g.test, err = loadData(s); err != nil {
 		return err
 	}
-	g.emit(Log{Time: time.Now(), Level: "info", Text: dataSourceLine(s.Dataset, g.train)})
+	g.emit(Log{Time: time.Now(), Level: LevelInfo, Text: dataSourceLine(s.Dataset, g.train)})
 	g.init()
 	return g.loop(ctx, cmds)
 }
@@ -102,7 +102,7 @@ func (j *job) run(ctx context.Context) (err error) {
 	}
 	j.plan.place(j.place, j.cell.WorldSize)
 	if j.plan.notice != "" {
-		j.logf("warn", "%s", j.plan.notice)
+		j.logf(LevelWarn, "%s", j.plan.notice)
 	}
 	j.sched = model.MultiStepLR{Base: j.spec.ScaledLR(j.cell.WorldSize), Milestones: j.spec.Milestones, Gamma: j.spec.Gamma}
 	defer func() {

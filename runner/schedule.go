@@ -73,7 +73,7 @@ func (g *gridRun) emit(e Event) {
 	}
 }
 
-func (g *gridRun) logf(run, level, format string, args ...any) {
+func (g *gridRun) logf(run string, level Level, format string, args ...any) {
 	g.emit(Log{Run: run, Time: time.Now(), Level: level, Text: fmt.Sprintf(format, args...)})
 }
 
@@ -177,7 +177,7 @@ func (g *gridRun) route(ctx context.Context, c Command) {
 	i, ok := g.index[t.Run]
 	switch {
 	case !ok:
-		g.logf("", "warn", "command %T for run %q ignored: the spec has no such run", t.Cmd, t.Run)
+		g.logf("", LevelWarn, "command %T for run %q ignored: the spec has no such run", t.Cmd, t.Run)
 	case g.state[i] != cellEnded:
 		g.deliver(i, t.Cmd)
 	default:
@@ -185,7 +185,7 @@ func (g *gridRun) route(ctx context.Context, c Command) {
 			g.reopen(ctx, i, rf.Epoch)
 			return
 		}
-		g.logf(t.Run, "warn", "%s has finished: command %T ignored", t.Run, t.Cmd)
+		g.logf(t.Run, LevelWarn, "%s has finished: command %T ignored", t.Run, t.Cmd)
 	}
 }
 
@@ -210,7 +210,7 @@ func (g *gridRun) deliver(i int, c Command) {
 	select {
 	case g.inbox[i] <- c:
 	default:
-		g.logf(g.cells[i].ID, "warn", "%d commands already wait for %s: command %T dropped", inboxSize, g.cells[i].ID, c)
+		g.logf(g.cells[i].ID, LevelWarn, "%d commands already wait for %s: command %T dropped", inboxSize, g.cells[i].ID, c)
 	}
 }
 
@@ -221,21 +221,21 @@ func (g *gridRun) deliver(i int, c Command) {
 func (g *gridRun) reopen(ctx context.Context, i, e int) {
 	id, dir := g.cells[i].ID, g.cells[i].CheckpointDir
 	if ctx.Err() != nil {
-		g.logf(id, "warn", "%s not re-opened: the grid is being interrupted", id)
+		g.logf(id, LevelWarn, "%s not re-opened: the grid is being interrupted", id)
 		return
 	}
 	if e < 1 || e > g.spec.Epochs {
-		g.logf(id, "error", "%s not re-opened: epoch %d is outside 1..%d", id, e, g.spec.Epochs)
+		g.logf(id, LevelError, "%s not re-opened: epoch %d is outside 1..%d", id, e, g.spec.Epochs)
 		return
 	}
 	if path, _, _ := CheckpointPaths(dir, e); noCheckpoints(dir) || !fileExists(path) {
-		g.logf(id, "error", "%s not re-opened: no checkpoint of epoch %d in %q", id, e, dir)
+		g.logf(id, LevelError, "%s not re-opened: no checkpoint of epoch %d in %q", id, e, dir)
 		return
 	}
 	g.state[i], g.resume[i] = cellQueued, e
 	g.queue = append([]int{i}, g.queue...) // asked for now: next to start
 	g.emit(RunQueued{Info: g.infos[i]})
-	g.logf(id, "info", "re-opening %s from the checkpoint of epoch %d: it trains to epoch %d and its result is replaced",
+	g.logf(id, LevelInfo, "re-opening %s from the checkpoint of epoch %d: it trains to epoch %d and its result is replaced",
 		id, e, g.spec.Epochs)
 }
 

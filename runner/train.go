@@ -71,7 +71,7 @@ func (j *job) emit(e Event) {
 	}
 }
 
-func (j *job) logf(level, format string, args ...any) {
+func (j *job) logf(level Level, format string, args ...any) {
 	j.emit(Log{Run: j.info.ID, Time: time.Now(), Level: level, Text: fmt.Sprintf(format, args...)})
 }
 
@@ -159,14 +159,14 @@ func (j *job) logInput() {
 	rs := j.ranks[0]
 	switch {
 	case rs.dev != nil:
-		j.logf("info", "batches built by the %s backend from the data sets it holds (%s per rank)",
+		j.logf(LevelInfo, "batches built by the %s backend from the data sets it holds (%s per rank)",
 			j.plan.kind, FormatSize(rs.dev.bytes()+rs.devTest.bytes()))
 	case rs.devErr != nil:
-		j.logf("warn", "batches built on the host: %v", rs.devErr)
+		j.logf(LevelWarn, "batches built on the host: %v", rs.devErr)
 	case j.spec.DeviceBatches:
-		j.logf("info", "batches built on the host: gemini's device_budget is not shared with the data set")
+		j.logf(LevelInfo, "batches built on the host: gemini's device_budget is not shared with the data set")
 	default:
-		j.logf("info", "batches built on the host (device_batches = false)")
+		j.logf(LevelInfo, "batches built on the host (device_batches = false)")
 	}
 }
 
@@ -293,7 +293,7 @@ func (j *job) gatherState() (*engine.State, error) {
 // epoch) or mid-epoch, named after the epoch in progress.
 func (j *job) checkpoint() error {
 	if noCheckpoints(j.cell.CheckpointDir) {
-		j.logf("warn", "no checkpoint directory configured: nothing saved")
+		j.logf(LevelWarn, "no checkpoint directory configured: nothing saved")
 		return nil
 	}
 	st, err := j.gatherState()
@@ -322,7 +322,7 @@ func (j *job) resume(e int) error {
 		return err
 	}
 	if lc.spe != j.info.StepsPerEpoch {
-		j.logf("warn", "checkpoint %d was taken with %d steps per epoch, this run has %d", e, lc.spe, j.info.StepsPerEpoch)
+		j.logf(LevelWarn, "checkpoint %d was taken with %d steps per epoch, this run has %d", e, lc.spe, j.info.StepsPerEpoch)
 	}
 	if err := j.pool.do(func(r int) error { return j.ranks[r].eng.LoadState(lc.state) }); err != nil {
 		return fmt.Errorf("resume from %s epoch %d: %w", j.cell.CheckpointDir, e, err)
@@ -343,7 +343,7 @@ func (j *job) resume(e int) error {
 		j.result.EpochResults = h
 	}
 	j.accuracyFromHistory()
-	j.logf("info", "resumed from %s epoch %d (continuing at epoch %d step %d)", j.cell.CheckpointDir, e, j.epoch+1, j.step+1)
+	j.logf(LevelInfo, "resumed from %s epoch %d (continuing at epoch %d step %d)", j.cell.CheckpointDir, e, j.epoch+1, j.step+1)
 	return nil
 }
 
@@ -402,7 +402,7 @@ func (j *job) control(ctx context.Context) error {
 			}
 		case CheckpointNow:
 			if err := j.checkpoint(); err != nil {
-				j.logf("error", "checkpoint failed: %v", err)
+				j.logf(LevelError, "checkpoint failed: %v", err)
 			}
 		case Stop:
 			if c.Checkpoint {
@@ -413,7 +413,7 @@ func (j *job) control(ctx context.Context) error {
 			return errStopped
 		case ResumeFrom:
 			if err := j.resume(c.Epoch); err != nil {
-				j.logf("error", "%v", err)
+				j.logf(LevelError, "%v", err)
 				continue
 			}
 			j.emit(RunStarted{Info: j.info, StartEpoch: c.Epoch})

@@ -195,7 +195,7 @@ func (f *fakeRunner) emit(ev runner.Event) error {
 	}
 }
 
-func (f *fakeRunner) log(run, level, text string) error {
+func (f *fakeRunner) log(run string, level runner.Level, text string) error {
 	f.mu.Lock()
 	f.clock = f.clock.Add(time.Second)
 	ts := f.clock
@@ -402,7 +402,7 @@ func fakeChunks(rank, s int) []runner.ChunkState {
 	return out
 }
 
-func (f *fakeRunner) finish(info runner.RunInfo, status string, err error) error {
+func (f *fakeRunner) finish(info runner.RunInfo, status runner.Status, err error) error {
 	res := &runner.Result{Run: info.ID, Plugin: info.Plugin, Precision: info.Precision,
 		WorldSize: info.WorldSize, Status: status}
 	if status == "done" {

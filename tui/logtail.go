@@ -28,7 +28,7 @@ func (l *logTail) Update(ev runner.Event) {
 		if text == "" {
 			return
 		}
-		e = runner.Log{Run: ev.RunID(), Level: "info", Text: text}
+		e = runner.Log{Run: ev.RunID(), Level: runner.LevelInfo, Text: text}
 	}
 	l.lines = append(l.lines, e)
 	if len(l.lines) > 2*logKeep {
@@ -57,12 +57,12 @@ func milestone(ev runner.Event) string {
 		return "resumed"
 	case runner.RunFinished:
 		switch {
-		case e.Result != nil && e.Result.Status == "interrupted" && e.Err != nil:
+		case e.Result != nil && e.Result.Status == runner.StatusInterrupted && e.Err != nil:
 			return e.Err.Error() // "interrupted: <why>", not a failure
 		case e.Err != nil:
 			return fmt.Sprintf("failed: %v", e.Err)
 		case e.Result != nil && e.Result.Status != "":
-			return e.Result.Status
+			return string(e.Result.Status)
 		}
 		return "done"
 	}
@@ -91,9 +91,9 @@ func formatLog(e runner.Log, st styles) string {
 	}
 	lvl := ""
 	switch e.Level {
-	case "warn":
+	case runner.LevelWarn:
 		lvl = st.warn.Render("WARN") + " "
-	case "error":
+	case runner.LevelError:
 		lvl = st.bad.Render("ERROR") + " "
 	}
 	return fmt.Sprintf("%s %s%s", st.dim.Render(ts), lvl, oneLine(e.Text))

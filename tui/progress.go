@@ -49,7 +49,7 @@ func (p *progressPane) Update(ev runner.Event) {
 			p.epoch, p.step = e.Epoch+1, 0
 		}
 	case runner.RunFinished:
-		if e.Err == nil && (e.Result == nil || e.Result.Status == "done") {
+		if e.Err == nil && (e.Result == nil || e.Result.Status == runner.StatusDone) {
 			p.epoch, p.step, p.doneEpochs = p.epochs, p.steps, p.epochs
 		}
 	}

@@ -77,9 +77,9 @@ func TestInterruptedRunIsNotFailed(t *testing.T) {
 	m.w, m.h, m.st = 100, 30, newStyles(true)
 	for i, info := range grid {
 		m = step(m, eventMsg{runner.RunStarted{Info: info}})
-		status, err := "failed", error(fmt.Errorf("rank 0: loss is NaN"))
+		status, err := runner.StatusFailed, error(fmt.Errorf("rank 0: loss is NaN"))
 		if i == 0 {
-			status, err = "interrupted", fmt.Errorf("interrupted: %w", context.Canceled)
+			status, err = runner.StatusInterrupted, fmt.Errorf("interrupted: %w", context.Canceled)
 			m = step(m, eventMsg{runner.CheckpointSaved{Run: info.ID, Epoch: 3, Dir: "ck"}})
 		}
 		m = step(m, eventMsg{runner.RunFinished{Run: info.ID, Result: &runner.Result{Status: status}, Err: err}})

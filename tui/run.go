@@ -100,11 +100,11 @@ func (r *run) Update(ev runner.Event) {
 func (r *run) finish(e runner.RunFinished) {
 	r.result, r.err = e.Result, e.Err
 	switch {
-	case e.Result != nil && e.Result.Status == "stopped":
+	case e.Result != nil && e.Result.Status == runner.StatusStopped:
 		r.status = stStopped
-	case e.Result != nil && e.Result.Status == "interrupted":
+	case e.Result != nil && e.Result.Status == runner.StatusInterrupted:
 		r.status = stInterrupted
-	case e.Err != nil || (e.Result != nil && e.Result.Status == "failed"):
+	case e.Err != nil || (e.Result != nil && e.Result.Status == runner.StatusFailed):
 		r.status = stFailed
 	default:
 		r.status = stDone

@@ -142,7 +142,7 @@ func (h *headless) step(e runner.StepDone) {
 }
 
 func (h *headless) log(e runner.Log) {
-	if e.Level == "warn" || e.Level == "error" {
+	if e.Level == runner.LevelWarn || e.Level == runner.LevelError {
 		h.printf(e.Run, "%s: %s", e.Level, e.Text)
 		return
 	}
