@@ -1,11 +1,36 @@
 package fsutil
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"syscall"
 )
+
+// ErrNotRegular and ErrTooLarge classify the errors of this package; test
+// for them with errors.Is.
+var (
+	ErrNotRegular = errors.New("not a regular file")
+	ErrTooLarge   = errors.New("file too large")
+)
+
+// Error says what is wrong with the file at Path. Its text starts with the
+// path, so a caller adds only a noun: fmt.Errorf("checkpoint %w", err).
+type Error struct {
+	Path   string
+	Err    error  // ErrNotRegular or ErrTooLarge
+	Detail string // what the file is, or its size against the limit
+}
+
+func (e *Error) Error() string {
+	if e.Err == ErrNotRegular {
+		return e.Path + " is not a regular file (" + e.Detail + ")"
+	}
+	return e.Path + " is too large (" + e.Detail + ")"
+}
+
+func (e *Error) Unwrap() error { return e.Err }
 
 // OpenRegular opens path for reading and returns it only if it is a
 // regular file. O_NONBLOCK makes opening a FIFO return at once instead of
@@ -22,7 +47,7 @@ func OpenRegular(path string) (*os.File, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s: not a regular file (%s)", path, kind(st.Mode()))
+		return nil, &Error{path, ErrNotRegular, kind(st.Mode())}
 	}
 	if err := syscall.SetNonblock(int(f.Fd()), false); err != nil {
 		f.Close()
@@ -44,14 +69,16 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if st.Size() > limit {
-		return nil, fmt.Errorf("%s: %d bytes, more than the %d allowed", path, st.Size(), limit)
+		return nil, &Error{path, ErrTooLarge, fmt.Sprintf("%d bytes, more than the %d allowed", st.Size(), limit)}
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	// Read no more than the size fstat declared (plus one byte to notice
+	// growth), so a file cannot make us allocate beyond what it is.
+	b, err := io.ReadAll(io.LimitReader(f, min(limit, st.Size())+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: more than the %d bytes allowed", path, limit)
+		return nil, &Error{path, ErrTooLarge, fmt.Sprintf("grew past the %d bytes allowed while being read", limit)}
 	}
 	return b, nil
 }

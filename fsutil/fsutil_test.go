@@ -16,7 +16,7 @@ func refusedPromptly(t *testing.T, path string, fn func() error) {
 	go func() { done <- fn() }()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not a regular file") {
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "is not a regular file") {
 			t.Fatalf("want 'not a regular file' naming %s, got %v", path, err)
 		}
 	case <-time.After(5 * time.Second):

@@ -24,7 +24,7 @@ func TestLoadSpecRefusesNonRegular(t *testing.T) {
 		go func() { _, err := LoadSpec(p); done <- err }()
 		select {
 		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "not a regular file") {
+			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "is not a regular file") {
 				t.Fatalf("%s: got %v", p, err)
 			}
 		case <-time.After(5 * time.Second):

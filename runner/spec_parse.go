@@ -24,6 +24,10 @@ func LoadSpec(path string) (*Spec, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("spec %s: file not found", path)
 		}
+		var fe *fsutil.Error
+		if errors.As(err, &fe) {
+			return nil, fmt.Errorf("spec %w", err)
+		}
 		return nil, fmt.Errorf("spec %s: %w", path, err)
 	}
 	return ParseSpec(path, src)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"resnetlab/fsutil"
 	"strings"
 )
 
@@ -13,7 +14,7 @@ import (
 // local-file signature means torch.save, a plausible header length followed by '{'
 // means safetensors. Safetensors metadata is dropped.
 func ReadFile(path string) ([]Tensor, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
