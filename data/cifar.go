@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"resnetlab/fsutil"
 )
 
 // CIFAR-10 binary format: records of 1 label byte + 3072 pixel bytes
@@ -134,7 +135,7 @@ func loadCIFARDir(dir string) (train, test *Dataset, err error) {
 }
 
 func readCIFARFile(path string) (*Dataset, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("data: %s missing (CIFAR-10 needs data_batch_1..5.bin and test_batch.bin in %s)",

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
+	"resnetlab/fsutil"
 	"slices"
 	"strings"
 )
@@ -16,7 +16,7 @@ import (
 // loadCIFARTar reads the batches straight out of cifar-10-binary.tar.gz,
 // whatever folder they sit in inside the archive.
 func loadCIFARTar(file string) (train, test *Dataset, err error) {
-	f, err := os.Open(file)
+	f, err := fsutil.OpenRegular(file)
 	if err != nil {
 		return nil, nil, fmt.Errorf("data: %w", err)
 	}

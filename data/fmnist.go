@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"resnetlab/fsutil"
 	"slices"
 	"strings"
 )
@@ -121,7 +122,7 @@ func loadFMNISTSplit(dir, imagesBase, labelsBase string, channels int) (*Dataset
 }
 
 func readIdxFile(path string) (*Idx, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("data: %s missing", path)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"resnetlab/fsutil"
 	"sort"
 	"strconv"
 )
@@ -79,10 +80,14 @@ func MetaString(meta map[string]any, key string) (string, error) {
 // (its header), without loading or verifying the tensors: for listings such
 // as a resume picker. ReadCheckpointFile does the full, checked read.
 func ReadCheckpointMeta(path string) (kind string, meta map[string]any, err error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", nil, fmt.Errorf("checkpoint %s: file not found: %w", path, fs.ErrNotExist)
+		}
+		var fe *fsutil.Error
+		if errors.As(err, &fe) {
+			return "", nil, fmt.Errorf("checkpoint %w", err)
 		}
 		return "", nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
+	"resnetlab/fsutil"
 	"unicode/utf8"
 
 	"resnetlab/kernels"
@@ -25,13 +25,22 @@ var (
 	ErrCheckpointCorrupt   = errors.New("corrupted")
 )
 
+// maxCheckpointBytes bounds one checkpoint file (a width-4096 model's
+// optimizer state is far below it); the read also never exceeds the size
+// the file system reports.
+const maxCheckpointBytes = 64 << 30
+
 // ReadCheckpointFile reads a checkpoint file written by WriteCheckpointFile.
 // wantKind "" accepts any kind. Errors name the file and say what is wrong.
 func ReadCheckpointFile(path, wantKind string) (meta map[string]any, ts []TensorEntry, err error) {
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadFile(path, maxCheckpointBytes)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("checkpoint %s: file not found: %w", path, fs.ErrNotExist)
+		}
+		var fe *fsutil.Error
+		if errors.As(err, &fe) {
+			return nil, nil, fmt.Errorf("checkpoint %w", err)
 		}
 		return nil, nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"resnetlab/fsutil"
 	"strings"
 
 	"resnetlab/engine"
@@ -195,7 +196,7 @@ func readOptimizer(path string, meta map[string]any, ts []TensorEntry, st *engin
 
 // fileSHA256 is the hex digest of a file.
 func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return "", err
 	}

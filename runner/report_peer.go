@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
+	"resnetlab/fsutil"
 	"strings"
 )
 
@@ -49,7 +49,7 @@ type peerLine struct {
 
 // ReadPeerLog reads a torch_peer.py log file.
 func ReadPeerLog(path string) (*PeerLog, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("peer log %s: %w", path, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"resnetlab/fsutil"
 	"strings"
 	"unicode/utf8"
 )
@@ -63,8 +64,11 @@ func ReadResults(paths []string) ([]*Result, error) {
 	return out, errors.Join(errs...)
 }
 
+// maxResultBytes bounds a result JSON (a few KiB in practice).
+const maxResultBytes = 16 << 20
+
 func readResult(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadFile(path, maxResultBytes)
 	if err != nil {
 		return nil, fmt.Errorf("result %s: %w", path, err)
 	}

@@ -8,9 +8,6 @@ import "fmt"
 // before it is decoded.
 const maxSpecDepth = 32
 
-// maxSpecBytes bounds a spec's source; real specs are a few KiB.
-const maxSpecBytes = 4 << 20
-
 // checkSpecDepth refuses a source over maxSpecBytes, then scans src for '[' and '{' nesting outside strings and
 // comments and names the line where it passes maxSpecDepth.
 func checkSpecDepth(file string, src []byte) error {

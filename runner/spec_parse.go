@@ -8,15 +8,25 @@ import (
 	"path/filepath"
 	"strings"
 
+	"resnetlab/fsutil"
+
 	"github.com/BurntSushi/toml"
 )
 
+// maxSpecBytes bounds a spec file: real specs are a few KiB, and the TOML
+// decoder's memory grows faster than the input.
+const maxSpecBytes = 4 << 20
+
 // LoadSpec reads and validates the spec file at path.
 func LoadSpec(path string) (*Spec, error) {
-	src, err := os.ReadFile(path)
+	src, err := fsutil.ReadFile(path, maxSpecBytes)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("spec %s: file not found", path)
+		}
+		var fe *fsutil.Error
+		if errors.As(err, &fe) {
+			return nil, fmt.Errorf("spec %w", err)
 		}
 		return nil, fmt.Errorf("spec %s: %w", path, err)
 	}

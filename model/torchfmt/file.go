@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"resnetlab/fsutil"
 	"strings"
 )
 
@@ -20,7 +21,7 @@ func ReadFile(path string) ([]Tensor, error) {
 // ReadFileMeta is ReadFile plus the file's string metadata: safetensors'
 // __metadata__, or a .pth file's MetadataRecord; nil when there is none.
 func ReadFileMeta(path string) ([]Tensor, map[string]string, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, nil, err
 	}
