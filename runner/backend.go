@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"runtime"
+	"strings"
 
 	"resnetlab/kernels"
 	"resnetlab/kernels/cpu"
@@ -42,6 +43,15 @@ func planBackends(device string, ranks int, share bool) (backendPlan, error) {
 		p.notice = fmt.Sprintf("%d ranks share %d GPU(s)", ranks, n)
 	}
 	return p, nil
+}
+
+// runNotice is the notice without why the CPU is used, which the grid
+// says once for all its runs.
+func (p backendPlan) runNotice() string {
+	if p.why == "" {
+		return p.notice
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(p.notice, p.why), "; ")
 }
 
 func cpuPlan(ranks int, notice string) backendPlan {

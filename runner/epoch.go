@@ -42,6 +42,7 @@ func (j *job) afterStep(dt time.Duration, lr float32) {
 	st := j.ranks[0].stats
 	j.step++
 	j.epochSteps++
+	j.trained++
 	j.epochLoss += float64(st.Loss)
 	j.epochTime += dt
 	images := j.spec.BatchSize * j.cell.WorldSize

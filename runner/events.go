@@ -173,6 +173,12 @@ type (
 	// RunFinished again). That needs RunSpec to be still running: see
 	// RunOptions.StayOpen.
 	ResumeFrom struct{ Epoch int }
+	// Quit ends the whole grid, as quitting the UI does: runs that have not
+	// started never start (nothing of theirs is touched), and every run
+	// that trains stops at its next step boundary, checkpointing first when
+	// Checkpoint is set and it has trained since it started, and is
+	// recorded interrupted, like Ctrl-C. Send it without To.
+	Quit struct{ Checkpoint bool }
 	// To addresses Cmd to the run whose RunInfo.ID is Run.
 	To struct {
 		Run string
@@ -185,6 +191,7 @@ func (Resume) isCommand()        {}
 func (CheckpointNow) isCommand() {}
 func (Stop) isCommand()          {}
 func (ResumeFrom) isCommand()    {}
+func (Quit) isCommand()          {}
 func (To) isCommand()            {}
 
 // Status is how a run ended, as its result file records it.

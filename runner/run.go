@@ -35,12 +35,48 @@ func RunSpec(ctx context.Context, spec *Spec, opts RunOptions, events chan<- Eve
 	if g.plan.notice != "" {
 		g.emit(Log{Time: time.Now(), Level: g.plan.level, Text: g.plan.notice})
 	}
+	if err := g.preflight(); err != nil {
+		return g.failAll(err)
+	}
+	g.init()
+	return g.loop(ctx, cmds)
+}
+
+// PreflightError is a check that failed before any run trained (the
+// device, the data set): every run of the grid ends with it, and it is one
+// problem, to be reported once, not once per run.
+type PreflightError struct{ Err error }
+
+func (e *PreflightError) Error() string { return e.Err.Error() }
+func (e *PreflightError) Unwrap() error { return e.Err }
+
+// preflight checks, once for the grid, what every run needs: a backend of
+// the spec's device (saying once why it is the CPU, when it is) and the
+// data set, loaded for all the runs.
+func (g *gridRun) preflight() error {
+	s := g.spec
+	p, err := planBackends(s.Device, 1, true)
+	if err != nil {
+		return err
+	}
+	if p.why != "" {
+		g.emit(Log{Time: time.Now(), Level: LevelWarn, Text: p.why})
+	}
 	if g.train, g.test, err = loadData(s); err != nil {
 		return err
 	}
 	g.emit(Log{Time: time.Now(), Level: LevelInfo, Text: dataSourceLine(s.Dataset, g.train)})
-	g.init()
-	return g.loop(ctx, cmds)
+	return nil
+}
+
+// failAll ends every run with the preflight error err: each front end
+// shows it on every run, and no result file is touched.
+func (g *gridRun) failAll(err error) error {
+	pe := &PreflightError{Err: err}
+	for _, c := range g.cells {
+		g.emit(RunFinished{Run: c.ID, Err: pe})
+	}
+	return pe
 }
 
 // loadData reads the spec's data set.
@@ -70,22 +106,31 @@ func runInfo(s *Spec, c Cell, train *data.Dataset) RunInfo {
 		StepsPerEpoch: train.N / c.WorldSize / s.BatchSize}
 }
 
-// runCell trains one cell (from the checkpoint of epoch resume when > 0)
-// and writes its result. A panic of the run's driver fails this run only.
-func runCell(ctx context.Context, s *Spec, c Cell, info RunInfo, train, test *data.Dataset,
-	events chan<- Event, cmds <-chan Command, resume int, pl placement) error {
-	j := &job{spec: s, cell: c, info: info, events: events, cmds: cmds, train: train, test: test,
-		startEpoch: resume, place: pl}
+// runCell trains one cell (from the checkpoint of epoch j.startEpoch when
+// > 0) and writes its result. A panic of the run's driver fails this run
+// only.
+func runCell(ctx context.Context, j *job) error {
+	s, c := j.spec, j.cell
 	j.result = &Result{Run: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision,
 		WorldSize: c.WorldSize, Dataset: s.Dataset, Width: s.Width, BatchSize: s.BatchSize, Epochs: s.Epochs,
 		PeakDeviceBytes: make([]int64, c.WorldSize), PeakHostBytes: make([]int64, c.WorldSize)}
 	err := safely(func() error { return j.run(ctx) })
 	ferr := j.finish(err)
-	if werr := WriteResult(s.ResultsDir, j.result); werr != nil {
-		ferr = errors.Join(ferr, werr)
+	if j.recordable(err) {
+		if werr := WriteResult(s.ResultsDir, j.result); werr != nil {
+			ferr = errors.Join(ferr, werr)
+		}
 	}
 	j.emit(RunFinished{Run: c.ID, Result: j.result, Err: ferr})
 	return ferr
+}
+
+// recordable reports whether the run's result may replace the result file
+// of an earlier run of the cell: only a run that trained, finished, or was
+// re-opened on purpose. A run that failed or was quit before its first step
+// is reported (RunFinished, the exit code), not recorded over the past.
+func (j *job) recordable(runErr error) bool {
+	return j.trained > 0 || runErr == nil || j.reopened
 }
 
 // run sets the job up and trains it.
@@ -101,8 +146,8 @@ func (j *job) run(ctx context.Context) (err error) {
 		return err
 	}
 	j.plan.place(j.place, j.cell.WorldSize)
-	if j.plan.notice != "" {
-		j.logf(LevelWarn, "%s", j.plan.notice)
+	if n := j.plan.runNotice(); n != "" {
+		j.logf(LevelWarn, "%s", n)
 	}
 	j.sched = model.MultiStepLR{Base: j.spec.ScaledLR(j.cell.WorldSize), Milestones: j.spec.Milestones, Gamma: j.spec.Gamma}
 	defer func() {

@@ -24,15 +24,17 @@ type gridRun struct {
 	plan        gridPlan
 	train, test *data.Dataset
 
-	infos   []RunInfo
-	index   map[string]int // run id -> cell
-	inbox   []chan Command // per cell; buffered, read by the run's job
-	state   []cellState
-	resume  []int   // per cell: epoch its next job resumes from
-	errs    []error // per cell: the outcome of its last job
-	queue   []int   // cells waiting for a slot, in start order
-	running int
-	done    chan cellDone
+	infos    []RunInfo
+	index    map[string]int // run id -> cell
+	inbox    []chan Command // per cell; buffered, read by the run's job
+	state    []cellState
+	resume   []int   // per cell: epoch its next job resumes from
+	reopened []bool  // per cell: its next job was asked for by ResumeFrom
+	errs     []error // per cell: the outcome of its last job
+	queue    []int   // cells waiting for a slot, in start order
+	running  int
+	done     chan cellDone
+	quit     bool // Quit came: nothing more starts or re-opens
 }
 
 type cellState int
@@ -55,6 +57,7 @@ func (g *gridRun) init() {
 	n := len(g.cells)
 	g.infos, g.inbox = make([]RunInfo, n), make([]chan Command, n)
 	g.state, g.errs, g.resume = make([]cellState, n), make([]error, n), make([]int, n)
+	g.reopened = make([]bool, n)
 	g.index = make(map[string]int, n)
 	g.done = make(chan cellDone, n) // one job per cell at a time: sends never block
 	for i, c := range g.cells {
@@ -105,7 +108,7 @@ func (g *gridRun) loop(ctx context.Context, cmds <-chan Command) error {
 	var errs []error
 	for i, c := range g.cells {
 		if g.state[i] == cellQueued {
-			g.errs[i] = fmt.Errorf("not started: %w", context.Cause(ctx))
+			g.errs[i] = g.notStarted(ctx)
 		}
 		if g.errs[i] != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.ID, g.errs[i]))
@@ -117,7 +120,7 @@ func (g *gridRun) loop(ctx context.Context, cmds <-chan Command) error {
 // over reports, when no run trains, whether the grid is over: nothing is
 // left to start (or Ctrl-C came) and no front end may re-open a run.
 func (g *gridRun) over(ctx context.Context, cmds <-chan Command) bool {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || g.quit {
 		return true
 	}
 	return len(g.queue) == 0 && (!g.opts.StayOpen || cmds == nil)
@@ -134,10 +137,11 @@ func (g *gridRun) startQueued(ctx context.Context) {
 		batch = append(batch, i)
 	}
 	for _, i := range batch {
-		go func(i, resume int, pl placement) {
-			err := runCell(ctx, g.spec, g.cells[i], g.infos[i], g.train, g.test, g.events, g.inbox[i], resume, pl)
-			g.done <- cellDone{i, err}
-		}(i, g.resume[i], g.placement(i))
+		job := &job{spec: g.spec, cell: g.cells[i], info: g.infos[i], events: g.events, cmds: g.inbox[i],
+			train: g.train, test: g.test, startEpoch: g.resume[i], place: g.placement(i), reopened: g.reopened[i]}
+		go func(i int) {
+			g.done <- cellDone{i, runCell(ctx, job)}
+		}(i)
 	}
 }
 
@@ -160,6 +164,10 @@ func (g *gridRun) placement(i int) placement {
 // route delivers a command: a To to its run, anything else to every
 // training run (or to the next run to start when none trains).
 func (g *gridRun) route(ctx context.Context, c Command) {
+	if q, ok := c.(Quit); ok {
+		g.quitGrid(q)
+		return
+	}
 	t, ok := c.(To)
 	if !ok {
 		n := 0
@@ -189,6 +197,29 @@ func (g *gridRun) route(ctx context.Context, c Command) {
 	}
 }
 
+// quitGrid ends the grid: the queued runs are dropped before they start
+// (their files stay as they were) and the training runs get q.
+func (g *gridRun) quitGrid(q Quit) {
+	g.quit = true
+	if n := len(g.queue); n > 0 {
+		g.logf("", LevelInfo, "quit: %d queued run(s) will not start", n)
+	}
+	g.queue = nil
+	for i, st := range g.state {
+		if st == cellTraining {
+			g.deliver(i, q)
+		}
+	}
+}
+
+// notStarted is the outcome of a run the grid ended before it started.
+func (g *gridRun) notStarted(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil {
+		return fmt.Errorf("not started: %w", cause)
+	}
+	return fmt.Errorf("not started: %w", errQuit)
+}
+
 // rerouteLeftovers handles the commands that reached run i's inbox after
 // its job's last look at it. A front end reacts to RunFinished before the
 // job's goroutine reports here, so a ResumeFrom sent on that event lands in
@@ -200,6 +231,9 @@ func (g *gridRun) rerouteLeftovers(ctx context.Context, i int) {
 		left = append(left, <-g.inbox[i])
 	}
 	for _, c := range left {
+		if _, ok := c.(Quit); ok { // for the job that has ended
+			continue
+		}
 		g.route(ctx, To{Run: g.cells[i].ID, Cmd: c})
 	}
 }
@@ -220,7 +254,7 @@ func (g *gridRun) deliver(i int, c Command) {
 // choice cannot overwrite the run's result with a failure.
 func (g *gridRun) reopen(ctx context.Context, i, e int) {
 	id, dir := g.cells[i].ID, g.cells[i].CheckpointDir
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || g.quit {
 		g.logf(id, LevelWarn, "%s not re-opened: the grid is being interrupted", id)
 		return
 	}
@@ -232,7 +266,7 @@ func (g *gridRun) reopen(ctx context.Context, i, e int) {
 		g.logf(id, LevelError, "%s not re-opened: no checkpoint of epoch %d in %q", id, e, dir)
 		return
 	}
-	g.state[i], g.resume[i] = cellQueued, e
+	g.state[i], g.resume[i], g.reopened[i] = cellQueued, e, true
 	g.queue = append([]int{i}, g.queue...) // asked for now: next to start
 	g.emit(RunQueued{Info: g.infos[i]})
 	g.logf(id, LevelInfo, "re-opening %s from the checkpoint of epoch %d: it trains to epoch %d and its result is replaced",

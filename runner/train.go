@@ -44,6 +44,8 @@ type job struct {
 	startEpoch  int       // resume from this epoch's checkpoint before training (0 = fresh)
 	place       placement // its share of the machine while runs train at once
 	est         estimator // says how long the run will take, after its first steps
+	trained     int       // steps this job has trained (a checkpoint needs one)
+	reopened    bool      // asked for by ResumeFrom on a finished run
 }
 
 // rankState is what one rank owns.
@@ -296,6 +298,12 @@ func (j *job) checkpoint() error {
 		j.logf(LevelWarn, "no checkpoint directory configured: nothing saved")
 		return nil
 	}
+	if j.trained == 0 {
+		// Nothing changed since the start (or the resumed checkpoint): a
+		// save would be a step-0 model under an epoch's name.
+		j.logf(LevelInfo, "no checkpoint saved: nothing trained since the run started")
+		return nil
+	}
 	st, err := j.gatherState()
 	if err != nil {
 		return err
@@ -404,6 +412,8 @@ func (j *job) control(ctx context.Context) error {
 			if err := j.checkpoint(); err != nil {
 				j.logf(LevelError, "checkpoint failed: %v", err)
 			}
+		case Quit:
+			return j.quit(c.Checkpoint)
 		case Stop:
 			if c.Checkpoint {
 				if err := j.checkpoint(); err != nil {
@@ -419,6 +429,21 @@ func (j *job) control(ctx context.Context) error {
 			j.emit(RunStarted{Info: j.info, StartEpoch: c.Epoch})
 		}
 	}
+}
+
+// errQuit is how a run ends on Quit: interrupted, as by Ctrl-C (it wraps
+// context.Canceled), so the result says interrupted and the exit code is
+// 130 whichever way the user quit.
+var errQuit = fmt.Errorf("interrupted: the grid was quit: %w", context.Canceled)
+
+// quit ends the run for Quit, checkpointing first if asked.
+func (j *job) quit(checkpoint bool) error {
+	if checkpoint {
+		if err := j.checkpoint(); err != nil {
+			return fmt.Errorf("%w; the checkpoint failed: %w", errQuit, err)
+		}
+	}
+	return errQuit
 }
 
 // interrupted handles Ctrl-C: checkpoint if the run keeps checkpoints.

@@ -64,6 +64,11 @@ type stopErr struct{ checkpoint, quit bool }
 
 func (stopErr) Error() string { return "stopped" }
 
+// quitErr ends a run and the grid (Quit): recorded interrupted.
+type quitErr struct{}
+
+func (quitErr) Error() string { return "interrupted: the grid was quit" }
+
 // restartErr restarts a run from a saved epoch (ResumeFrom).
 type restartErr struct{ epoch int }
 
@@ -111,6 +116,12 @@ func (f *fakeRunner) Send(run string, c runner.Command) {
 	ch := f.cmds[run]
 	ended := f.ended[run]
 	f.mu.Unlock()
+	if q, ok := c.(runner.Quit); ok && run == "" { // to the grid: every run's queue
+		for _, info := range f.runs {
+			f.cmds[info.ID] <- q
+		}
+		return
+	}
 	if rf, ok := c.(runner.ResumeFrom); ok && ended {
 		for _, info := range f.runs {
 			if info.ID == run {
@@ -213,6 +224,9 @@ func (f *fakeRunner) playRun(info runner.RunInfo, start int) error {
 		if s, ok := err.(stopErr); ok && !s.quit {
 			return f.finish(info, "stopped", err)
 		}
+		if _, ok := err.(quitErr); ok {
+			return f.finish(info, runner.StatusInterrupted, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -312,6 +326,13 @@ func (f *fakeRunner) apply(info runner.RunInfo, c runner.Command, ep, s int) err
 		return stopErr{checkpoint: c.Checkpoint}
 	case runner.ResumeFrom:
 		return restartErr{epoch: c.Epoch}
+	case runner.Quit:
+		if c.Checkpoint {
+			if err := f.save(info, ep); err != nil {
+				return err
+			}
+		}
+		return quitErr{}
 	}
 	return nil
 }

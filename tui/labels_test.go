@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -80,5 +81,29 @@ func TestHelpListsDialogKeys(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("help overlay lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+// A check that fails before training (here: no data set) is on screen at
+// once, on every run, with the runner's text: not QUEUED runs and a closed
+// event stream.
+func TestPreflightFailureShownOnEveryRun(t *testing.T) {
+	grid := testGrid()
+	events := make(chan runner.Event, len(grid))
+	why := errors.New("data: cifar10 not found; searched data/*.bin; run `resnetlab data fetch cifar10`")
+	for _, info := range grid {
+		events <- runner.RunFinished{Run: info.ID, Err: &runner.PreflightError{Err: why}}
+	}
+	close(events)
+	tm, rec := startTUI(t, Options{Runs: grid, Events: events}, 120, 40)
+	for i, info := range grid {
+		s := waitScreen(t, rec, info.ID+" FAILED", contains(info.ID+" FAILED"))
+		if !strings.Contains(s, "resnetlab data fetch cifar10") {
+			t.Errorf("run %d: the reason is not on screen:\n%s", i, s)
+		}
+		if strings.Contains(s, "QUEUED") {
+			t.Errorf("run %d: a run still shows QUEUED:\n%s", i, s)
+		}
+		sendKey(tm, "tab")
 	}
 }

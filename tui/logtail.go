@@ -69,17 +69,39 @@ func milestone(ev runner.Event) string {
 	return ""
 }
 
-// View renders a title and the newest h-1 lines.
+// View renders a title and the newest lines that fit in h-1 rows. A line
+// wider than the pane wraps (indented under the text), so an error is
+// read whole, not cut at the pane's edge.
 func (l *logTail) View(w, h int, st styles) []string {
 	if h <= 0 {
 		return nil
 	}
-	out := []string{rule("log", w, st)}
-	first := max(len(l.lines)-(h-1), 0)
-	for _, e := range l.lines[first:] {
-		out = append(out, formatLog(e, st))
+	var rows []string
+	for i := len(l.lines) - 1; i >= 0 && len(rows) < h-1; i-- {
+		rows = append(wrapLog(formatLog(l.lines[i], st), w), rows...)
 	}
-	return fitBlock(out, w, h)
+	if len(rows) > h-1 {
+		rows = rows[len(rows)-(h-1):]
+	}
+	return fitBlock(append([]string{rule("log", w, st)}, rows...), w, h)
+}
+
+// logIndent is the width of the time column, under which wrapped lines
+// continue.
+const logIndent = 9
+
+// wrapLog breaks one formatted log line into rows of at most w cells.
+func wrapLog(line string, w int) []string {
+	if w <= logIndent+10 || ansi.StringWidth(line) <= w {
+		return []string{line}
+	}
+	prefix, body := ansi.Truncate(line, logIndent, ""), ansi.TruncateLeft(line, logIndent, "")
+	rows := strings.Split(ansi.Wrap(body, w-logIndent, " "), "\n")
+	for i := range rows {
+		rows[i] = strings.Repeat(" ", logIndent) + rows[i]
+	}
+	rows[0] = prefix + strings.TrimPrefix(rows[0], strings.Repeat(" ", logIndent))
+	return rows
 }
 
 // formatLog prints "hh:mm:ss level text"; the level is shown only when it

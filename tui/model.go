@@ -17,7 +17,7 @@ type Options struct {
 	SpecFile    string           // the spec's path, for the resume hint once the runner has exited
 	Runs        []runner.RunInfo // every cell of the grid, in order
 	Events      <-chan runner.Event
-	Send        func(run string, c runner.Command) // deliver a command; must not block for long
+	Send        func(run string, c runner.Command) // deliver a command to run ("": to the grid); must not block for long
 	Checkpoints func(run string) []int             // epochs with a saved checkpoint, for the r key
 }
 

@@ -183,14 +183,19 @@ func TestQuitConfirm(t *testing.T) {
 	waitScreen(t, rec, "dialog", contains("1 run still training"))
 	sendKey(tm, "y")
 	tm.WaitFinished(t, teatest.WithFinalTimeout(20*time.Second))
-	if !hasCmd(f.commands(), "torch_ddp-fp32-1", runner.Stop{Checkpoint: true}) {
-		t.Fatalf("Stop{Checkpoint: true} not sent: %v", f.commands())
+	if got := f.commands(); len(got) != 1 || got[0] != (sentCmd{"", runner.Quit{Checkpoint: true}}) {
+		t.Fatalf("want Quit{Checkpoint: true} sent once to the grid, sent %v", got)
 	}
 	if eps := f.Checkpoints("torch_ddp-fp32-1"); len(eps) != 1 {
 		t.Fatalf("quitting with y should leave one checkpoint, have %v", eps)
 	}
-	if s, _ := rec.get(); !strings.Contains(s, "torch_ddp-fp32-1 stopped") {
-		t.Errorf("last screen should report the stop:\n%s", s)
+	if s, _ := rec.get(); !strings.Contains(s, "torch_ddp-fp32-1 INTERRUPTED") {
+		t.Errorf("last screen should show the run interrupted:\n%s", s)
+	}
+	for _, info := range f.runs[1:] {
+		if eps := f.Checkpoints(info.ID); len(eps) != 0 {
+			t.Errorf("%s never started, yet has checkpoints %v", info.ID, eps)
+		}
 	}
 }
 
@@ -205,8 +210,8 @@ func TestQuitWithoutCheckpoint(t *testing.T) {
 	waitScreen(t, rec, "dialog", contains("Quit resnetlab?"))
 	sendKey(tm, "n")
 	tm.WaitFinished(t, teatest.WithFinalTimeout(20*time.Second))
-	if !hasCmd(f.commands(), "torch_ddp-fp32-1", runner.Stop{}) {
-		t.Fatalf("Stop{false} not sent: %v", f.commands())
+	if got := f.commands(); len(got) != 1 || got[0] != (sentCmd{"", runner.Quit{}}) {
+		t.Fatalf("want Quit{} sent once to the grid, sent %v", got)
 	}
 	if eps := f.Checkpoints("torch_ddp-fp32-1"); len(eps) != 0 {
 		t.Fatalf("quitting with n wrote checkpoints %v", eps)

@@ -12,7 +12,9 @@ import (
 // onKey routes a key to the open overlay, or else to the dashboard actions.
 func (m Model) onKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	if key.Matches(msg, m.keys.ForceQuit) {
-		m.stopActive(false)
+		// Ctrl-C is SIGINT's twin: the front end closes the runner's
+		// context and every training run checkpoints (when it keeps
+		// checkpoints) and ends interrupted, as headless.
 		return m, tea.Quit
 	}
 	if len(m.stopping) > 0 {
@@ -154,12 +156,18 @@ func (m *Model) resumeFrom(id string, e int) {
 	}
 }
 
-// stopAndQuit sends Stop to every training run and quits once they have all
-// finished (at once when none is training).
+// stopAndQuit sends Quit to the grid, once: no queued run starts, every
+// training run stops (checkpointing first if asked) and is recorded
+// interrupted; the UI quits once they have all finished (at once when none
+// is training).
 func (m Model) stopAndQuit(checkpoint bool) (tea.Model, tea.Cmd) {
 	m.overlay = noOverlay
-	n := m.stopActive(checkpoint)
-	if n == 0 || m.closed {
+	if m.closed {
+		return m, tea.Quit
+	}
+	m.send("", runner.Quit{Checkpoint: checkpoint})
+	n := m.markStopping()
+	if n == 0 {
 		return m, tea.Quit
 	}
 	what := "without checkpoint"
@@ -170,12 +178,11 @@ func (m Model) stopAndQuit(checkpoint bool) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// stopActive sends Stop to the training runs and remembers them.
-func (m *Model) stopActive(checkpoint bool) int {
+// markStopping remembers the training runs, which Quit stops.
+func (m *Model) markStopping() int {
 	n := 0
 	for _, r := range m.runs {
 		if r.status.active() {
-			m.send(r.info.ID, runner.Stop{Checkpoint: checkpoint})
 			m.stopping[r.info.ID] = true
 			n++
 		}

@@ -79,13 +79,19 @@ func (c *cli) execute(ctx context.Context, spec *runner.Spec, cells []runner.Cel
 		h.summary()
 		failed = len(h.failed) > 0
 	} else {
-		uiErr := c.tui(ctx, spec, cells, events, cmds)
+		t := newTee(events)
+		uiErr := c.tui(ctx, spec, cells, t.out, cmds)
+		t.stopForwarding()
 		cancel() // the user quit: stop whatever still runs
-		go drain(events)
 		if uiErr != nil && !errors.Is(uiErr, context.Canceled) {
 			fmt.Fprintf(c.stderr, "resnetlab: terminal UI: %v\n", uiErr)
 			failed = true
 		}
+		defer func() { // once the runs have ended: the same table as headless
+			if table := t.summary(); table != "" {
+				fmt.Fprintf(c.stdout, "\n%s", table)
+			}
+		}()
 	}
 	err := <-runErr
 	switch {
@@ -101,7 +107,55 @@ func (c *cli) execute(ctx context.Context, spec *runner.Spec, cells []runner.Cel
 	return exitOK
 }
 
-func drain(events <-chan runner.Event) {
-	for range events {
+// tee forwards the runner's events to the UI and keeps the runs' results
+// for the summary printed after the UI has quit. Once the UI has quit it
+// stops forwarding (nobody reads) but keeps reading, so the runner never
+// blocks on a full channel while its runs wind down.
+type tee struct {
+	out     chan runner.Event
+	uiGone  chan struct{}
+	done    chan struct{}
+	results []*runner.Result // owned by the tee's goroutine until done closes
+}
+
+func newTee(in <-chan runner.Event) *tee {
+	t := &tee{out: make(chan runner.Event), uiGone: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(t.done)
+		defer close(t.out)
+		for ev := range in {
+			if f, ok := ev.(runner.RunFinished); ok && f.Result != nil {
+				t.keep(f.Result)
+			}
+			select {
+			case t.out <- ev:
+			case <-t.uiGone:
+			}
+		}
+	}()
+	return t
+}
+
+// keep records r, replacing an earlier result of the same run (a run
+// re-opened from the UI finishes twice).
+func (t *tee) keep(r *runner.Result) {
+	for i, old := range t.results {
+		if old.Run == r.Run {
+			t.results[i] = r
+			return
+		}
 	}
+	t.results = append(t.results, r)
+}
+
+func (t *tee) stopForwarding() { close(t.uiGone) }
+
+// summary waits for the event stream to end and returns the comparison
+// table of this session's finished runs ("" when none finished).
+func (t *tee) summary() string {
+	<-t.done
+	if len(t.results) == 0 {
+		return ""
+	}
+	return runner.CompareTable(t.results)
 }

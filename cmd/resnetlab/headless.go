@@ -155,6 +155,10 @@ func (h *headless) finished(e runner.RunFinished) {
 	}
 	if e.Err != nil {
 		h.failed = append(h.failed, e.Run)
+		var pe *runner.PreflightError
+		if errors.As(e.Err, &pe) { // one problem for every run: run prints it once, at the end
+			return
+		}
 		if errors.Is(e.Err, context.Canceled) { // Ctrl-C: not the run's fault
 			h.printf(e.Run, "%v", e.Err)
 			return

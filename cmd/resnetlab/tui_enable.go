@@ -35,8 +35,11 @@ func tuiOptions(spec *runner.Spec, cells []runner.Cell, events <-chan runner.Eve
 		Runs:     infos,
 		Events:   events,
 		Send: func(run string, c runner.Command) {
+			if run != "" {
+				c = runner.To{Run: run, Cmd: c}
+			}
 			select { // never block the UI; the buffer only fills once no run reads it
-			case cmds <- runner.To{Run: run, Cmd: c}:
+			case cmds <- c:
 			default:
 			}
 		},

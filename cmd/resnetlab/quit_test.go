@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"resnetlab/runner"
+)
+
+// A tiny real grid of two runs, for the quit rule.
+func quitSpec(t *testing.T) (spec, dir string) {
+	dir = t.TempDir()
+	src := "name = \"q\"\ndataset = \"synthetic\"\nwidth = 4\nepochs = 2\nbatch_size = 20\ndevice = \"cpu\"\n" +
+		"checkpoint = \"" + filepath.Join(dir, "ck", "{plugin}") + "\"\nresults_dir = \"" + filepath.Join(dir, "results") + "\"\n" +
+		"[synthetic]\ntrain = 120\ntest = 40\n[grid]\nplugin = [\"torch_ddp\", \"gemini\"]\n"
+	return writeSpec(t, src), dir
+}
+
+// One rule for every way out of a training grid in the UI: q then y, q
+// then n and Ctrl-C all end the training run interrupted, start no other
+// run and exit 130; y and Ctrl-C checkpoint first, n does not. The UI
+// quitting prints the same summary table as headless.
+func TestUIQuitRule(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		send       runner.Command // nil: Ctrl-C (the UI just returns)
+		checkpoint bool
+	}{
+		{"q y", runner.Quit{Checkpoint: true}, true},
+		{"q n", runner.Quit{}, false},
+		{"ctrl+c", nil, true},
+	} {
+		spec, dir := quitSpec(t)
+		cl, out, errb := testCLI()
+		cl.isTTY = func() bool { return true }
+		cl.runSpec = runner.RunSpec
+		cl.tui = func(ctx context.Context, s *runner.Spec, cells []runner.Cell, ev <-chan runner.Event, cmds chan<- runner.Command) error {
+			for e := range ev {
+				if sd, ok := e.(runner.StepDone); ok && sd.Step == 2 {
+					break
+				}
+			}
+			if c.send == nil {
+				return nil
+			}
+			cmds <- c.send
+			for e := range ev {
+				if _, ok := e.(runner.RunFinished); ok {
+					return nil
+				}
+			}
+			return nil
+		}
+		code := runCLI(cl, "run", spec)
+		if code != exitInterrupted {
+			t.Errorf("%s: exit %d, want %d; stderr %s", c.name, code, exitInterrupted, errb)
+		}
+		saved, _ := filepath.Glob(filepath.Join(dir, "ck", "torch_ddp", "model_*.pth"))
+		if c.checkpoint != (len(saved) == 1) {
+			t.Errorf("%s: checkpoints %v", c.name, saved)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "ck", "gemini")); err == nil {
+			if g, _ := filepath.Glob(filepath.Join(dir, "ck", "gemini", "*.pth")); len(g) > 0 {
+				t.Errorf("%s: the second run wrote %v", c.name, g)
+			}
+		}
+		if g, _ := filepath.Glob(filepath.Join(dir, "results", "*gemini*")); len(g) > 0 {
+			t.Errorf("%s: the second run left a result %v", c.name, g)
+		}
+		if !strings.Contains(out.String(), "interrupted") || !strings.Contains(out.String(), "torch_ddp") {
+			t.Errorf("%s: no summary table after the UI quit: %q", c.name, out)
+		}
+	}
+}
