@@ -79,7 +79,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(c.stderr, "resnetlab: unknown command %q (want run, eval, data, compare or help)\n"+
+		fmt.Fprintf(c.stderr, "resnetlab: unknown command %q (want run, eval, data, compare, report, bench, export, import or help)\n"+
 			"Run 'resnetlab help' for usage.\n", name)
 		return exitUsage
 	}
@@ -93,7 +93,7 @@ func (c *cli) help(args []string) int {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(c.stderr, "resnetlab help: unknown command %q (want run, eval, data or compare)\n", args[0])
+		fmt.Fprintf(c.stderr, "resnetlab help: unknown command %q (want run, eval, data, compare, report, bench, export or import)\n", args[0])
 		return exitUsage
 	}
 	fmt.Fprint(c.stdout, cmd.usage)
