@@ -434,7 +434,12 @@ func (j *job) control(ctx context.Context) error {
 // errQuit is how a run ends on Quit: interrupted, as by Ctrl-C (it wraps
 // context.Canceled), so the result says interrupted and the exit code is
 // 130 whichever way the user quit.
-var errQuit = fmt.Errorf("interrupted: the grid was quit: %w", context.Canceled)
+var errQuit error = quitError{}
+
+type quitError struct{}
+
+func (quitError) Error() string        { return "interrupted: the grid was quit" }
+func (quitError) Is(target error) bool { return target == context.Canceled }
 
 // quit ends the run for Quit, checkpointing first if asked.
 func (j *job) quit(checkpoint bool) error {
