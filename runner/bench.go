@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"resnetlab/comm"
+	"resnetlab/device"
 	"resnetlab/engine"
 	"resnetlab/kernels"
 	"resnetlab/model"
@@ -58,7 +59,7 @@ type BenchResult struct {
 // handling and Adam) of one rank on a fixed random batch already on the
 // device: the step alone, without the input pipeline (runs report that).
 func Bench(ctx context.Context, o BenchOptions) ([]BenchResult, error) {
-	plan, err := planBackends(o.Device, 1, true)
+	plan, err := device.PlanFor(o.Device, 1, true)
 	if err != nil {
 		return nil, err
 	}
@@ -66,8 +67,8 @@ func Bench(ctx context.Context, o BenchOptions) ([]BenchResult, error) {
 		return nil, fmt.Errorf("--graphs needs --warmup > %d: the graph is captured after %d eager steps, and the capture should not be timed",
 			engine.DefaultGraphWarmup, engine.DefaultGraphWarmup)
 	}
-	if o.Graphs && plan.kind != "cuda" && benchWrap == nil {
-		return nil, fmt.Errorf("--graphs needs a backend that captures graphs (cuda); %s does not", plan.kind)
+	if o.Graphs && plan.Kind != "cuda" && benchWrap == nil {
+		return nil, fmt.Errorf("--graphs needs a backend that captures graphs (cuda); %s does not", plan.Kind)
 	}
 	modes := []bool{false}
 	if o.Graphs {
@@ -91,16 +92,16 @@ func Bench(ctx context.Context, o BenchOptions) ([]BenchResult, error) {
 	return out, nil
 }
 
-func benchOne(plan backendPlan, o BenchOptions, precision string, graphs bool) (BenchResult, error) {
+func benchOne(plan device.Plan, o BenchOptions, precision string, graphs bool) (BenchResult, error) {
 	dt, err := kernels.ParseDType(precision)
 	if err != nil {
 		return BenchResult{}, err
 	}
-	be, err := plan.open(0, 1)
+	be, err := plan.Open(0, 1)
 	if err != nil {
 		return BenchResult{}, err
 	}
-	defer closeBackend(be)
+	defer device.Close(be)
 	if benchWrap != nil {
 		be = benchWrap(be)
 	}

@@ -26,11 +26,11 @@ func (j *job) planComm() (string, error) {
 		return j.commKind, nil
 	}
 	want := j.spec.Comm
-	if j.plan.kind == "cpu" {
+	if j.plan.Kind == "cpu" {
 		if gpuOnlyComm(want) {
 			why := "device = \"cpu\""
-			if j.plan.notice != "" { // why the CPU, without the cores line
-				why, _, _ = strings.Cut(j.plan.notice, "; ")
+			if j.plan.Notice != "" { // why the CPU, without the cores line
+				why, _, _ = strings.Cut(j.plan.Notice, "; ")
 			}
 			return "", j.commError(fmt.Sprintf("%q needs GPU ranks, but this run trains on the CPU (%s) (want \"auto\" or \"host\")", want, why))
 		}
@@ -41,11 +41,11 @@ func (j *job) planComm() (string, error) {
 		return commStaged, nil
 	case "nccl":
 		seen := map[int]bool{}
-		for _, d := range j.plan.devices {
+		for _, d := range j.plan.Devices {
 			if seen[d] {
 				return "", j.commError(fmt.Sprintf("\"nccl\" needs one GPU per rank, but the run's %d ranks share %d GPU(s) "+
 					"(NCCL refuses two ranks on one device; want comm = \"device\", or gpus <= %d)",
-					len(j.plan.devices), len(seen), len(seen)))
+					len(j.plan.Devices), len(seen), len(seen)))
 			}
 			seen[d] = true
 		}
@@ -73,11 +73,11 @@ func (j *job) startComm() error {
 	if err != nil {
 		return err
 	}
-	if j.nccl, err = lib.CommInitAll(j.plan.devices); err != nil {
+	if j.nccl, err = lib.CommInitAll(j.plan.Devices); err != nil {
 		return err
 	}
 	v, _ := lib.Version()
-	j.logf(LevelInfo, "%s", j.commLine(fmt.Sprintf(" %d from %s (ncclCommInitAll over GPUs %v, NCCL_NVLS_ENABLE=0)", v, lib.Path, j.plan.devices)))
+	j.logf(LevelInfo, "%s", j.commLine(fmt.Sprintf(" %d from %s (ncclCommInitAll over GPUs %v, NCCL_NVLS_ENABLE=0)", v, lib.Path, j.plan.Devices)))
 	return nil
 }
 
@@ -90,7 +90,7 @@ func (j *job) commLine(detail string) string {
 	case commStaged:
 		return fmt.Sprintf("comm: host-staged (comm = \"host\": %d GPU rank(s) download, sum on the host, upload; the slow path)", n)
 	case commDevice:
-		return fmt.Sprintf("comm: device (%d GPU rank(s) on GPUs %v: peer copies and sums by the GPU's kernels, rank order)", n, j.plan.devices)
+		return fmt.Sprintf("comm: device (%d GPU rank(s) on GPUs %v: peer copies and sums by the GPU's kernels, rank order)", n, j.plan.Devices)
 	}
 	return "comm: nccl" + detail
 }

@@ -6,20 +6,21 @@ import (
 	"time"
 
 	"resnetlab/comm"
+	"resnetlab/device"
 	"resnetlab/engine"
 	"resnetlab/kernels"
 )
 
 func TestPlanComm(t *testing.T) {
-	cpuAuto := cpuPlan(2, "no CUDA GPU (cuda: cannot load libcuda.so.1): training on the CPU backend")
-	shared := backendPlan{kind: "cuda", devices: []int{0, 0}}
-	own := backendPlan{kind: "cuda", devices: []int{0, 1}}
+	cpuAuto := device.CPUPlan(2, "no CUDA GPU (cuda: cannot load libcuda.so.1): training on the CPU backend")
+	shared := device.Plan{Kind: "cuda", Devices: []int{0, 0}}
+	own := device.Plan{Kind: "cuda", Devices: []int{0, 1}}
 	cases := []struct {
 		comm string
-		plan backendPlan
+		plan device.Plan
 		want string // the kind, or a piece of the error
 	}{
-		{"auto", cpuPlan(1, ""), commHost},
+		{"auto", device.CPUPlan(1, ""), commHost},
 		{"host", cpuAuto, commHost},
 		{"device", cpuAuto, "t.toml:2: key `comm`: \"device\" needs GPU ranks, but this run trains on the CPU (no CUDA GPU"},
 		{"nccl", cpuAuto, "(want \"auto\" or \"host\")"},
@@ -82,7 +83,7 @@ func TestDeviceCommWiring(t *testing.T) {
 				t.Fatal(err)
 			}
 			j := &job{spec: s, cell: cells[0], train: train, test: test, precision: kernels.F16,
-				plan: cpuPlan(2, ""), commKind: kind}
+				plan: device.CPUPlan(2, ""), commKind: kind}
 			if err := j.setup(); err != nil {
 				t.Fatal(err)
 			}

@@ -2,9 +2,8 @@ package runner
 
 import (
 	"fmt"
+	"resnetlab/device"
 	"runtime"
-
-	"resnetlab/kernels/cuda"
 )
 
 // The rule for concurrent = true ("the grid's runs train at the same time
@@ -29,6 +28,11 @@ type placement struct {
 	cpuRanks    int // CPU: ranks of every concurrent run, which split the cores
 }
 
+// share is the placement as the device plan takes it.
+func (pl placement) share() device.Share {
+	return device.Share{FirstDevice: pl.firstDevice, Devices: pl.devices, CPURanks: pl.cpuRanks}
+}
+
 // gridPlan says how many of a spec's runs train at once and where.
 type gridPlan struct {
 	slots  int         // runs training at the same time; 1 = one after another
@@ -44,8 +48,8 @@ func planGrid(s *Spec, cells []Cell) gridPlan {
 	}
 	kind, n := "cpu", 0
 	if s.Device != "cpu" {
-		if err := cuda.Available(); err == nil {
-			kind, n = "cuda", cuda.DeviceCount()
+		if gpus, err := device.GPUs(); err == nil {
+			kind, n = "cuda", gpus
 		} else if s.Device == "cuda" {
 			kind = "" // every run fails with planBackends' error; nothing to share
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"resnetlab/device"
 	"runtime"
 	"strings"
 	"syscall"
@@ -281,19 +282,19 @@ func TestPlanGrid(t *testing.T) {
 	if p.slots != 2 || p.places[0].cpuRanks != 3 || p.places[1].cpuRanks != 3 || !strings.Contains(p.notice, "2 runs train at once on the CPU") {
 		t.Fatalf("cpu: %+v", p)
 	}
-	bp := backendPlan{kind: "cpu"}
-	bp.place(p.places[1], 2)
-	if want := max(1, runtime.GOMAXPROCS(0)/3); bp.workers != want {
-		t.Fatalf("cpu workers per rank %d, want %d", bp.workers, want)
+	bp := device.Plan{Kind: "cpu"}
+	bp.Place(p.places[1].share(), 2)
+	if want := max(1, runtime.GOMAXPROCS(0)/3); bp.Workers != want {
+		t.Fatalf("cpu workers per rank %d, want %d", bp.Workers, want)
 	}
 	p = planGridOn(s, cells, "cuda", 4) // 3 ranks fit 4 GPUs
 	if p.slots != 2 || p.places[0].firstDevice != 0 || p.places[1].firstDevice != 1 {
 		t.Fatalf("cuda 4 GPUs: %+v", p)
 	}
-	cp := backendPlan{kind: "cuda", devices: []int{0, 1}}
-	cp.place(p.places[1], 2)
-	if cp.devices[0] != 1 || cp.devices[1] != 2 {
-		t.Fatalf("run B's ranks on GPUs %v, want [1 2]", cp.devices)
+	cp := device.Plan{Kind: "cuda", Devices: []int{0, 1}}
+	cp.Place(p.places[1].share(), 2)
+	if cp.Devices[0] != 1 || cp.Devices[1] != 2 {
+		t.Fatalf("run B's ranks on GPUs %v, want [1 2]", cp.Devices)
 	}
 	p = planGridOn(s, cells, "cuda", 2) // 3 ranks on 2 GPUs, sharing allowed
 	if p.slots != 2 || !strings.Contains(p.notice, "GPUs are shared") {

@@ -12,7 +12,8 @@
 // The front ends talk to it only through RunSpec's channels: Event values
 // out (events.go), Command values in. Nothing here knows about terminals.
 //
-// Imports: runner imports the plugins (engine, gemini), comm, model,
-// model/torchfmt, data, kernels and its backends (kernels/cpu,
-// kernels/cuda), and BurntSushi/toml; never tui or cmd.
+// Imports: runner imports the plugins (engine, gemini), comm, device (to
+// open backends: never kernels/cpu or kernels/cuda directly), model,
+// model/torchfmt, data, fsutil, kernels and BurntSushi/toml; never tui or
+// cmd.
 package runner

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"resnetlab/data"
+	"resnetlab/device"
 	"resnetlab/kernels"
 	"resnetlab/model"
 )
@@ -53,19 +54,19 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 	if err != nil {
 		return 0, nil, err
 	}
-	device := opts.Device
-	if device == "" {
-		device = "auto"
+	where := opts.Device
+	if where == "" {
+		where = "auto"
 	}
-	plan, err := planBackends(device, 1, true)
+	plan, err := device.PlanFor(where, 1, true)
 	if err != nil {
 		return 0, nil, err
 	}
-	be, err := plan.open(0, 1)
+	be, err := plan.Open(0, 1)
 	if err != nil {
 		return 0, nil, err
 	}
-	defer closeBackend(be)
+	defer device.Close(be)
 	m := model.NewResNet18(be, cfg)
 	defer m.Free()
 	if err := m.LoadStateDict(stateDictOf(ts)); err != nil {

@@ -2,10 +2,10 @@ package runner
 
 import (
 	"resnetlab/comm"
+	"resnetlab/device"
 	"resnetlab/engine"
 	"resnetlab/gemini"
 	"resnetlab/kernels"
-	"resnetlab/kernels/cpu"
 	"resnetlab/model"
 )
 
@@ -13,7 +13,7 @@ import (
 // and forwards its chunk events to the run's event stream.
 func (j *job) newGemini(r int, be kernels.Backend, dc comm.DeviceCommunicator, m *model.ResNet, sc engine.ScalerConfig) (engine.Trainer, error) {
 	gs := j.spec.Gemini
-	return gemini.New(be, cpu.New(), dc, m, gemini.Config{Precision: j.precision, Scaler: sc,
+	return gemini.New(be, device.Host(), dc, m, gemini.Config{Precision: j.precision, Scaler: sc,
 		Placement: gs.Placement, DeviceBudget: gs.DeviceBudget, ChunkElems: int(gs.ChunkSize / int64(j.precision.Size())),
 		ShardParamFrac: gs.ShardParamFrac, OffloadOptimFrac: gs.OffloadOptimFrac, OffloadParamFrac: gs.OffloadParamFrac,
 		GPUMarginMemRatio: gs.GPUMarginMemRatio, MaxPrefetch: gs.MaxPrefetch, OnEvent: func(e any) { j.geminiEvent(e) }})

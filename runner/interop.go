@@ -18,9 +18,9 @@ import (
 	"strings"
 
 	"resnetlab/data"
+	"resnetlab/device"
 	"resnetlab/engine"
 	"resnetlab/kernels"
-	"resnetlab/kernels/cpu"
 	"resnetlab/model"
 	"resnetlab/model/torchfmt"
 )
@@ -300,7 +300,7 @@ func importDataset(name string, cfg model.Config) (string, error) {
 // missing, unexpected or mis-shaped key, and returns the model's state dict
 // (torchvision's order, the same values) and the length of each parameter.
 func checkedStateDict(cfg model.Config, sd []model.NamedTensor) ([]model.NamedTensor, []int, error) {
-	m := model.NewResNet18(cpu.New(), cfg)
+	m := model.NewResNet18(device.Host(), cfg)
 	defer m.Free()
 	if err := m.LoadStateDict(sd); err != nil {
 		return nil, nil, err

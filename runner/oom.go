@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"resnetlab/kernels/cuda"
+	"resnetlab/device"
 )
 
 // OOMError is a rank that ran out of device memory: what it asked for,
@@ -96,23 +96,15 @@ func suggestBudget(capacity int64) string {
 
 // IsOOM reports whether err holds a CUDA out-of-memory driver error.
 func IsOOM(err error) bool {
-	_, ok := oomCause(err)
+	_, ok := device.OOMCause(err)
 	return ok
-}
-
-func oomCause(err error) (*cuda.Error, bool) {
-	var ce *cuda.Error
-	if !errors.As(err, &ce) {
-		return nil, false
-	}
-	return ce, ce.Name == "CUDA_ERROR_OUT_OF_MEMORY" || ce.Code == 2
 }
 
 // explainOOM returns err as an *OOMError when it holds a CUDA out-of-memory
 // error, and err unchanged otherwise. st, when not nil, fills in the
 // device's usage if the driver error does not carry it.
-func explainOOM(err error, rank int, device string, cell Cell, deviceBudget int64, st *memSnapshot) error {
-	ce, ok := oomCause(err)
+func explainOOM(err error, rank int, deviceName string, cell Cell, deviceBudget int64, st *memSnapshot) error {
+	oom, ok := device.OOMCause(err)
 	if !ok {
 		return err
 	}
@@ -120,9 +112,9 @@ func explainOOM(err error, rank int, device string, cell Cell, deviceBudget int6
 	if errors.As(err, &oe) { // already explained (a rank's error seen twice)
 		return err
 	}
-	e := &OOMError{Rank: rank, Device: device, Run: cell.ID, Plugin: cell.Plugin,
-		Request: -1, InUse: -1, Reserved: -1, DeviceBudget: deviceBudget, Err: ce}
-	if !parseAllocCall(ce.Call, e) && st != nil {
+	e := &OOMError{Rank: rank, Device: deviceName, Run: cell.ID, Plugin: cell.Plugin,
+		Request: -1, InUse: -1, Reserved: -1, DeviceBudget: deviceBudget, Err: oom.Err}
+	if !parseAllocCall(oom.Call, e) && st != nil {
 		e.InUse, e.Capacity = st.inUse, st.capacity
 	}
 	return e
@@ -153,13 +145,13 @@ func (j *job) explainOOM(rank int, err error) error {
 	if !IsOOM(err) {
 		return err
 	}
-	device := ""
+	name := ""
 	var st *memSnapshot
 	if rank >= 0 && rank < len(j.ranks) && j.ranks[rank] != nil && j.ranks[rank].be != nil {
 		be := j.ranks[rank].be
-		device = be.Device()
+		name = be.Device()
 		ms := be.MemStats()
 		st = &memSnapshot{inUse: ms.Total(), capacity: ms.Capacity}
 	}
-	return explainOOM(err, rank, device, j.cell, j.spec.Gemini.DeviceBudget, st)
+	return explainOOM(err, rank, name, j.cell, j.spec.Gemini.DeviceBudget, st)
 }

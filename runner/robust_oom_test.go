@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"resnetlab/device"
 	"resnetlab/kernels"
 	"resnetlab/kernels/cpu"
 	"resnetlab/kernels/cuda"
@@ -227,7 +228,7 @@ func TestJobSetupExplainsOOM(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := &job{spec: s, cell: cells[0], train: train, test: test, precision: kernels.F32,
-		plan: cpuPlan(1, "")}
+		plan: device.CPUPlan(1, "")}
 	defer j.close()
 	if err := j.setup(); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"resnetlab/data"
+	"resnetlab/device"
 	"resnetlab/kernels"
 	"resnetlab/model"
 )
@@ -55,12 +56,12 @@ func (e *PreflightError) Unwrap() error { return e.Err }
 // data set, loaded for all the runs.
 func (g *gridRun) preflight() error {
 	s := g.spec
-	p, err := planBackends(s.Device, 1, true)
+	p, err := device.PlanFor(s.Device, 1, true)
 	if err != nil {
 		return err
 	}
-	if p.why != "" {
-		g.emit(Log{Time: time.Now(), Level: LevelWarn, Text: p.why})
+	if p.Why != "" {
+		g.emit(Log{Time: time.Now(), Level: LevelWarn, Text: p.Why})
 	}
 	if g.train, g.test, err = loadData(s); err != nil {
 		return err
@@ -142,11 +143,11 @@ func (j *job) run(ctx context.Context) (err error) {
 		return fmt.Errorf("%s: %d training images cannot fill one batch of %d on each of %d ranks",
 			j.spec.File, j.train.N, j.spec.BatchSize, j.cell.WorldSize)
 	}
-	if j.plan, err = planBackends(j.spec.Device, j.cell.WorldSize, j.spec.ShareDevices); err != nil {
+	if j.plan, err = device.PlanFor(j.spec.Device, j.cell.WorldSize, j.spec.ShareDevices); err != nil {
 		return err
 	}
-	j.plan.place(j.place, j.cell.WorldSize)
-	if n := j.plan.runNotice(); n != "" {
+	j.plan.Place(j.place.share(), j.cell.WorldSize)
+	if n := j.plan.RunNotice(); n != "" {
 		j.logf(LevelWarn, "%s", n)
 	}
 	j.sched = model.MultiStepLR{Base: j.spec.ScaledLR(j.cell.WorldSize), Milestones: j.spec.Milestones, Gamma: j.spec.Gamma}
@@ -157,7 +158,7 @@ func (j *job) run(ctx context.Context) (err error) {
 	if err := j.setup(); err != nil {
 		return err
 	}
-	j.info.Backend = j.plan.kind
+	j.info.Backend = j.plan.Kind
 	for _, rs := range j.ranks {
 		j.info.Devices = append(j.info.Devices, rs.be.Device())
 	}

@@ -9,6 +9,7 @@ import (
 
 	"resnetlab/comm"
 	"resnetlab/data"
+	"resnetlab/device"
 	"resnetlab/engine"
 	"resnetlab/kernels"
 	"resnetlab/model"
@@ -24,7 +25,7 @@ type job struct {
 	events      chan<- Event
 	cmds        <-chan Command
 	train, test *data.Dataset
-	plan        backendPlan
+	plan        device.Plan
 	precision   kernels.DType
 	sched       model.MultiStepLR
 	ranks       []*rankState
@@ -95,7 +96,7 @@ func (j *job) setup() error {
 		return err
 	}
 	err = j.pool.do(func(r int) error {
-		be, err := j.plan.open(r, n)
+		be, err := j.plan.Open(r, n)
 		if err != nil {
 			return err
 		}
@@ -162,7 +163,7 @@ func (j *job) logInput() {
 	switch {
 	case rs.dev != nil:
 		j.logf(LevelInfo, "batches built by the %s backend from the data sets it holds (%s per rank)",
-			j.plan.kind, FormatSize(rs.dev.bytes()+rs.devTest.bytes()))
+			j.plan.Kind, FormatSize(rs.dev.bytes()+rs.devTest.bytes()))
 	case rs.devErr != nil:
 		j.logf(LevelWarn, "batches built on the host: %v", rs.devErr)
 	case j.spec.DeviceBatches:
@@ -208,7 +209,7 @@ func (j *job) close() {
 		rs.dev.free()
 		rs.devTest.free()
 		j.closeComm(r, rs)
-		closeBackend(rs.be)
+		device.Close(rs.be)
 		return nil
 	})
 	j.pool.close()
