@@ -152,6 +152,13 @@ func loadCheckpoint(dir string, epoch int) (*loadedCheckpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg, err := checkModelMeta(mp, meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkStateShapes(cfg, stateDictOf(mts)); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", mp, err)
+	}
 	lc := &loadedCheckpoint{epoch: epoch, state: &engine.State{Model: stateDictOf(mts)},
 		history: historyFromMeta(sm["history"]), partial: partialFromMeta(sm["partial_epoch"])}
 	if lc.step, err = MetaInt(meta, "step"); err != nil {
@@ -161,6 +168,9 @@ func loadCheckpoint(dir string, epoch int) (*loadedCheckpoint, error) {
 		return nil, fmt.Errorf("%s: %w", mp, err)
 	}
 	if err := readOptimizer(op, om, ots, lc.state); err != nil {
+		return nil, err
+	}
+	if err := checkMoments(op, lc.state, configParamLens(cfg)); err != nil {
 		return nil, err
 	}
 	return lc, nil
@@ -190,6 +200,21 @@ func readOptimizer(path string, meta map[string]any, ts []TensorEntry, st *engin
 		over, _ := MetaInt(meta, "scaler_overflows")
 		skipped, _ := MetaInt(meta, "scaler_skipped")
 		st.Scaler = &engine.LossScaler{Scale: scale, GoodSteps: good, Overflows: over, SkipCount: skipped}
+	}
+	return nil
+}
+
+// checkMoments makes sure the optimizer file holds one pair of Adam
+// moments per parameter, each as long as its parameter.
+func checkMoments(path string, st *engine.State, lens []int) error {
+	if len(st.ExpAvg) != len(lens) {
+		return fmt.Errorf("checkpoint %s: %d parameters' Adam moments, want %d", path, len(st.ExpAvg), len(lens))
+	}
+	for i, n := range lens {
+		if len(st.ExpAvg[i]) != n || len(st.ExpAvgSq[i]) != n {
+			return fmt.Errorf("checkpoint %s: tensor \"state.%d.exp_avg\" has %d values and \"state.%d.exp_avg_sq\" %d, want %d",
+				path, i, len(st.ExpAvg[i]), i, len(st.ExpAvgSq[i]), n)
+		}
 	}
 	return nil
 }
