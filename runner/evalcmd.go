@@ -16,7 +16,7 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 	if opts.Epoch < 1 {
 		return 0, nil, fmt.Errorf("eval: epoch %d, want >= 1", opts.Epoch)
 	}
-	path, _, _ := CheckpointPaths(opts.CheckpointDir, opts.Epoch)
+	path, op, sp := CheckpointPaths(opts.CheckpointDir, opts.Epoch)
 	meta, ts, err := ReadCheckpointFile(path, "model")
 	if err != nil {
 		return 0, nil, err
@@ -27,6 +27,9 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 	}
 	if err := checkStateShapes(cfg, stateDictOf(ts)); err != nil {
 		return 0, nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if err := checkSameSave(opts.CheckpointDir, opts.Epoch, path, []string{op, sp}, true); err != nil {
+		return 0, nil, err
 	}
 	if dataset == "" {
 		return 0, nil, fmt.Errorf("%s records no dataset (imported from a file without resnetlab metadata); "+
