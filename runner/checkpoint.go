@@ -51,11 +51,11 @@ const (
 	// oldestVersion is the oldest format this build reads: version 1 is
 	// version 2 without "save_id" in the metadata.
 	oldestVersion = 1
-	maxKindLen        = 64
-	maxNameLen        = 4096
-	maxNDim           = 8
-	maxMetaLen        = 16 << 20
-	checksumLen       = sha256.Size
+	maxKindLen    = 64
+	maxNameLen    = 4096
+	maxNDim       = 8
+	maxMetaLen    = 16 << 20
+	checksumLen   = sha256.Size
 )
 
 // Tensor dtypes in checkpoint files.
