@@ -10,7 +10,8 @@ package runner
 //
 //	offset  size       field
 //	0       8          magic "RNLBCKPT"
-//	8       4          u32 format version (1)
+//	8       4          u32 format version (2; version 1 files, which
+//	                   lack the metadata "save_id", are still read)
 //	12      8          u64 total file length in bytes, trailer included
 //	20      4 + K      u32 K, then the kind: "model", "optimizer" or "lr_scheduler"
 //	        4 + M      u32 M, then M bytes of JSON: an object of small values
@@ -46,12 +47,15 @@ import (
 
 const (
 	checkpointMagic   = "RNLBCKPT"
-	checkpointVersion = 1
-	maxKindLen        = 64
-	maxNameLen        = 4096
-	maxNDim           = 8
-	maxMetaLen        = 16 << 20
-	checksumLen       = sha256.Size
+	checkpointVersion = 2
+	// oldestVersion is the oldest format this build reads: version 1 is
+	// version 2 without "save_id" in the metadata.
+	oldestVersion = 1
+	maxKindLen    = 64
+	maxNameLen    = 4096
+	maxNDim       = 8
+	maxMetaLen    = 16 << 20
+	checksumLen   = sha256.Size
 )
 
 // Tensor dtypes in checkpoint files.

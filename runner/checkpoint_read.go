@@ -93,8 +93,8 @@ func (c *cursor) preamble() error {
 	if err != nil {
 		return err
 	}
-	if version != checkpointVersion {
-		return fmt.Errorf("%w %d (this build reads version %d)", ErrCheckpointVersion, version, checkpointVersion)
+	if version < oldestVersion || version > checkpointVersion {
+		return fmt.Errorf("%w %d (this build reads versions %d to %d)", ErrCheckpointVersion, version, oldestVersion, checkpointVersion)
 	}
 	return nil
 }

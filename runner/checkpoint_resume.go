@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -80,35 +82,73 @@ func settingsDiff(path string, run ckptMeta) string {
 }
 
 // checkSameSnapshot makes sure the three files of epoch's checkpoint in dir
-// were written by one save: saveCheckpoint writes optimizer, scheduler and
-// model one after the other, so a crash while a checkpoint of an epoch
-// that already had one (a mid-epoch save, then the epoch's end) is
-// overwritten can leave a new optimizer_E.pth next to an old model_E.pth.
-// Each file stands alone, so only their metadata ("epoch", "step",
-// "steps_per_epoch") tells; resuming from such a mix would silently pair
-// weights with another moment's Adam state.
+// were written by one save. Two runs writing one directory, or a crash
+// while a checkpoint is overwritten (saveCheckpoint writes optimizer,
+// scheduler and model one after the other), can leave a new
+// optimizer_E.pth next to an old model_E.pth; resuming from such a mix
+// would silently pair weights with another moment's Adam state. Files of
+// format version 2 carry the save's "save_id", which must be the same in
+// all three; version-1 files lack it and are compared by "epoch", "step"
+// and "steps_per_epoch" only.
 func checkSameSnapshot(dir string, epoch int) error {
 	mp, op, sp := CheckpointPaths(dir, epoch)
+	return checkSameSave(dir, epoch, mp, []string{op, sp}, false)
+}
+
+// checkSameSave compares the metadata of model file mp with each of
+// others; with skipMissing an absent other file is not compared (eval
+// needs only the model).
+func checkSameSave(dir string, epoch int, mp string, others []string, skipMissing bool) error {
 	_, want, err := ReadCheckpointMeta(mp)
 	if err != nil {
 		return err
 	}
-	for _, p := range []string{op, sp} {
+	for _, p := range others {
 		_, meta, err := ReadCheckpointMeta(p)
+		if skipMissing && errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
-		for _, key := range []string{"epoch", "step", "steps_per_epoch"} {
-			a, errA := MetaInt(want, key)
-			b, errB := MetaInt(meta, key)
-			if errA == nil && errB == nil && a != b {
-				return fmt.Errorf("checkpoint of epoch %d in %s is a mix of two saves: %s has %s %d, %s has %d "+
-					"(a save was interrupted; resume from another epoch: %s)",
-					epoch, dir, filepath.Base(mp), key, a, filepath.Base(p), b, otherEpochs(dir, epoch))
-			}
+		if err := sameSave(dir, epoch, mp, want, p, meta); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// sameSave is the error for files mp and p of two saves, or nil.
+func sameSave(dir string, epoch int, mp string, want map[string]any, p string, meta map[string]any) error {
+	mix := func(what string) error {
+		return fmt.Errorf("checkpoint of epoch %d in %s is a mix of two saves: %s (a save was interrupted, "+
+			"or two runs wrote this directory; resume from another epoch: %s)",
+			epoch, dir, what, otherEpochs(dir, epoch))
+	}
+	for _, key := range []string{"epoch", "step", "steps_per_epoch"} {
+		a, errA := MetaInt(want, key)
+		b, errB := MetaInt(meta, key)
+		if errA == nil && errB == nil && a != b {
+			return mix(fmt.Sprintf("%s has %s %d, %s has %d", filepath.Base(mp), key, a, filepath.Base(p), b))
+		}
+	}
+	idA, errA := MetaString(want, "save_id")
+	idB, errB := MetaString(meta, "save_id")
+	switch {
+	case errA != nil && errB != nil: // both of format version 1
+		return nil
+	case errA != nil || errB != nil || idA != idB:
+		return mix(fmt.Sprintf("%s has save id %s, %s has %s", filepath.Base(mp), orNone(idA, errA),
+			filepath.Base(p), orNone(idB, errB)))
+	}
+	return nil
+}
+
+func orNone(id string, err error) string {
+	if err != nil {
+		return "none"
+	}
+	return id
 }
 
 // otherEpochs lists the epochs of dir other than epoch, for messages.

@@ -98,7 +98,7 @@ func TestCheckpointLayout(t *testing.T) {
 	le := binary.LittleEndian
 	var b []byte
 	b = append(b, "RNLBCKPT"...)
-	b = le.AppendUint32(b, 1)
+	b = le.AppendUint32(b, 2) // format version
 	b = le.AppendUint64(b, 0) // total length, patched below
 	str := func(s string) { b = le.AppendUint32(b, uint32(len(s))); b = append(b, s...) }
 	str("lr_scheduler")
@@ -189,9 +189,9 @@ func TestCheckpointOtherErrors(t *testing.T) {
 		t.Fatalf("bad magic: %v", err)
 	}
 	v2 := append([]byte(nil), full...)
-	binary.LittleEndian.PutUint32(v2[8:], 2)
+	binary.LittleEndian.PutUint32(v2[8:], 3)
 	if _, _, err := DecodeCheckpoint(v2, ""); !errors.Is(err, ErrCheckpointVersion) ||
-		!strings.Contains(err.Error(), "version 2") {
+		!strings.Contains(err.Error(), "unsupported format version 3 (this build reads versions 1 to 2)") {
 		t.Fatalf("version: %v", err)
 	}
 	if _, _, err := DecodeCheckpoint(append(full, 0), ""); !errors.Is(err, ErrCheckpointCorrupt) {

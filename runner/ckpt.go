@@ -2,9 +2,11 @@ package runner
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"resnetlab/fsutil"
 	"strings"
@@ -87,10 +89,47 @@ func optimizerEntries(st *engine.State) []TensorEntry {
 	return ts
 }
 
+// saveID ties the three files of one save together: a digest of the
+// training position and of every model and optimizer value, recorded as
+// "save_id" in all three, so files of two saves never pass for one
+// (checkSameSnapshot). A digest rather than a random id keeps the files
+// of two bit-identical runs bit-identical.
+func saveID(st *engine.State, meta ckptMeta) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "epoch %d step %d of %d\n", meta.Epoch, meta.Step, meta.StepsPerEpoch)
+	for _, ts := range [][]TensorEntry{modelEntries(st.Model), optimizerEntries(st)} {
+		for i := range ts {
+			hashTensor(h, &ts[i])
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func hashTensor(w io.Writer, t *TensorEntry) {
+	fmt.Fprintf(w, "%s %s %v\n", t.Name, t.DType, t.Shape)
+	buf := make([]byte, 0, 8*len(t.F32)+8*len(t.I64))
+	for _, v := range t.F32 {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+	}
+	for _, v := range t.I64 {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
+	}
+	w.Write(buf)
+}
+
+// modelMeta is model_E.pth's metadata.
+func modelMeta(meta ckptMeta, id string) map[string]any {
+	m := meta.toMap()
+	m["save_id"] = id
+	return m
+}
+
 // saveCheckpoint writes the three files of st; it returns their paths.
 func saveCheckpoint(dir string, st *engine.State, meta ckptMeta, sched model.MultiStepLR) ([]string, error) {
 	mp, op, sp := CheckpointPaths(dir, meta.Epoch)
+	id := saveID(st, meta)
 	om := meta.toMap()
+	om["save_id"] = id
 	if st.Scaler != nil {
 		om["loss_scale"] = st.Scaler.Scale
 		om["scaler_good_steps"] = st.Scaler.GoodSteps
@@ -98,6 +137,7 @@ func saveCheckpoint(dir string, st *engine.State, meta ckptMeta, sched model.Mul
 		om["scaler_skipped"] = st.Scaler.SkipCount
 	}
 	sm := meta.toMap()
+	sm["save_id"] = id
 	sm["base_lr"] = sched.Base
 	sm["milestones"] = sched.Milestones
 	sm["gamma"] = sched.Gamma
@@ -115,7 +155,7 @@ func saveCheckpoint(dir string, st *engine.State, meta ckptMeta, sched model.Mul
 	if err := WriteCheckpointFile(sp, "lr_scheduler", sm, nil); err != nil {
 		return nil, err
 	}
-	if err := WriteCheckpointFile(mp, "model", meta.toMap(), modelEntries(st.Model)); err != nil {
+	if err := WriteCheckpointFile(mp, "model", modelMeta(meta, id), modelEntries(st.Model)); err != nil {
 		return nil, err
 	}
 	return []string{mp, op, sp}, nil
@@ -152,6 +192,13 @@ func loadCheckpoint(dir string, epoch int) (*loadedCheckpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg, err := checkModelMeta(mp, meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkStateShapes(cfg, stateDictOf(mts)); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", mp, err)
+	}
 	lc := &loadedCheckpoint{epoch: epoch, state: &engine.State{Model: stateDictOf(mts)},
 		history: historyFromMeta(sm["history"]), partial: partialFromMeta(sm["partial_epoch"])}
 	if lc.step, err = MetaInt(meta, "step"); err != nil {
@@ -161,6 +208,9 @@ func loadCheckpoint(dir string, epoch int) (*loadedCheckpoint, error) {
 		return nil, fmt.Errorf("%s: %w", mp, err)
 	}
 	if err := readOptimizer(op, om, ots, lc.state); err != nil {
+		return nil, err
+	}
+	if err := checkMoments(op, lc.state, configParamLens(cfg)); err != nil {
 		return nil, err
 	}
 	return lc, nil
@@ -194,6 +244,21 @@ func readOptimizer(path string, meta map[string]any, ts []TensorEntry, st *engin
 	return nil
 }
 
+// checkMoments makes sure the optimizer file holds one pair of Adam
+// moments per parameter, each as long as its parameter.
+func checkMoments(path string, st *engine.State, lens []int) error {
+	if len(st.ExpAvg) != len(lens) {
+		return fmt.Errorf("checkpoint %s: %d parameters' Adam moments, want %d", path, len(st.ExpAvg), len(lens))
+	}
+	for i, n := range lens {
+		if len(st.ExpAvg[i]) != n || len(st.ExpAvgSq[i]) != n {
+			return fmt.Errorf("checkpoint %s: tensor \"state.%d.exp_avg\" has %d values and \"state.%d.exp_avg_sq\" %d, want %d",
+				path, i, len(st.ExpAvg[i]), i, len(st.ExpAvgSq[i]), n)
+		}
+	}
+	return nil
+}
+
 // fileSHA256 is the hex digest of a file.
 func fileSHA256(path string) (string, error) {
 	f, err := fsutil.OpenRegular(path)
@@ -217,7 +282,7 @@ func modelDigest(st *engine.State, meta ckptMeta) (string, error) {
 	}
 	defer os.RemoveAll(dir)
 	path, _, _ := CheckpointPaths(dir, meta.Epoch)
-	if err := WriteCheckpointFile(path, "model", meta.toMap(), modelEntries(st.Model)); err != nil {
+	if err := WriteCheckpointFile(path, "model", modelMeta(meta, saveID(st, meta)), modelEntries(st.Model)); err != nil {
 		return "", err
 	}
 	return fileSHA256(path)

@@ -17,13 +17,19 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 	if opts.Epoch < 1 {
 		return 0, nil, fmt.Errorf("eval: epoch %d, want >= 1", opts.Epoch)
 	}
-	path, _, _ := CheckpointPaths(opts.CheckpointDir, opts.Epoch)
+	path, op, sp := CheckpointPaths(opts.CheckpointDir, opts.Epoch)
 	meta, ts, err := ReadCheckpointFile(path, "model")
 	if err != nil {
 		return 0, nil, err
 	}
 	cfg, dataset, err := evalModelConfig(path, meta, opts)
 	if err != nil {
+		return 0, nil, err
+	}
+	if err := checkStateShapes(cfg, stateDictOf(ts)); err != nil {
+		return 0, nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if err := checkSameSave(opts.CheckpointDir, opts.Epoch, path, []string{op, sp}, true); err != nil {
 		return 0, nil, err
 	}
 	if dataset == "" {
@@ -83,12 +89,9 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 
 // evalModelConfig reads the model's shape from checkpoint metadata.
 func evalModelConfig(path string, meta map[string]any, opts EvalOptions) (model.Config, string, error) {
-	cfg := model.Config{DType: kernels.F32}
-	var err error
-	for key, dst := range map[string]*int{"width": &cfg.Width, "in_channels": &cfg.InChannels, "num_classes": &cfg.NumClasses} {
-		if *dst, err = MetaInt(meta, key); err != nil {
-			return cfg, "", fmt.Errorf("%s: %w", path, err)
-		}
+	cfg, err := checkModelMeta(path, meta)
+	if err != nil {
+		return cfg, "", err
 	}
 	if opts.Spec != nil && opts.Spec.Width != cfg.Width {
 		return cfg, "", fmt.Errorf("%s: the model has width %d, the spec says %d", path, cfg.Width, opts.Spec.Width)

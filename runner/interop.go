@@ -76,7 +76,7 @@ func ExportModel(dir string, epoch int, format, out string) error {
 	}
 	sd, _, err := checkedStateDict(cfg, stateDictOf(ts))
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	return writeTorchFile(out, format, torchTensors(sd), exportMetadata(meta))
 }
@@ -255,6 +255,13 @@ func inferModelConfig(sd []model.NamedTensor) (model.Config, error) {
 		return cfg, fmt.Errorf("key \"fc.weight\" has shape %v, want [classes, %d]", fc.Shape, 8*conv1.Shape[0])
 	}
 	cfg.Width, cfg.InChannels, cfg.NumClasses = conv1.Shape[0], conv1.Shape[1], fc.Shape[0]
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("conv1.weight %v and fc.weight %v imply %w", conv1.Shape, fc.Shape, err)
+	}
+	if !slices.Contains(datasetClassCounts(), cfg.NumClasses) {
+		return cfg, fmt.Errorf("fc.weight %v has %d outputs; the data sets have %s classes",
+			fc.Shape, cfg.NumClasses, joinInts(datasetClassCounts()))
+	}
 	return cfg, nil
 }
 
@@ -300,6 +307,9 @@ func importDataset(name string, cfg model.Config) (string, error) {
 // missing, unexpected or mis-shaped key, and returns the model's state dict
 // (torchvision's order, the same values) and the length of each parameter.
 func checkedStateDict(cfg model.Config, sd []model.NamedTensor) ([]model.NamedTensor, []int, error) {
+	if err := checkStateShapes(cfg, sd); err != nil {
+		return nil, nil, err
+	}
 	m := model.NewResNet18(device.Host(), cfg)
 	defer m.Free()
 	if err := m.LoadStateDict(sd); err != nil {

@@ -167,7 +167,7 @@ func TestCheckSameSnapshot(t *testing.T) {
 	write(2, 6, "optimizer") // epoch 2's end, killed after the first file
 	err := checkSameSnapshot(dir, 2)
 	want := "checkpoint of epoch 2 in " + dir + " is a mix of two saves: model_2.pth has step 3, optimizer_2.pth has 6 " +
-		"(a save was interrupted; resume from another epoch: 1)"
+		"(a save was interrupted, or two runs wrote this directory; resume from another epoch: 1)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got  %v\nwant %s", err, want)
 	}

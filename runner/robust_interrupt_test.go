@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -79,11 +78,13 @@ func TestCtrlCResultIsInterrupted(t *testing.T) {
 // interrupted, and the error says both things.
 func TestCtrlCWithFailingCheckpoint(t *testing.T) {
 	s := tinySpec(t, "")
-	blocker := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
-		t.Fatal(err)
+	dir := strings.ReplaceAll(s.Checkpoint, "{plugin}-{precision}-{gpus}", "torch_ddp-fp32-1")
+	for e := range 2 { // a directory where the save renames its file: the save fails
+		_, op, _ := CheckpointPaths(dir, e)
+		if err := os.MkdirAll(op, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	s.Checkpoint = filepath.Join(blocker, "ckpt-{plugin}-{precision}-{gpus}") // under a file: cannot be made
 	evs, err := interruptAfterFirstStep(t, s)
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "the checkpoint failed too") {
 		t.Fatalf("err = %v", err)

@@ -163,6 +163,13 @@ func (j *job) run(ctx context.Context) (err error) {
 		j.info.Devices = append(j.info.Devices, rs.be.Device())
 	}
 	j.result.Backend, j.result.Devices = j.info.Backend, j.info.Devices
+	if !noCheckpoints(j.cell.CheckpointDir) { // held until the run ends: no other run's saves interleave
+		lock, err := lockCheckpointDir(j.cell.CheckpointDir, j.info.ID)
+		if err != nil {
+			return err
+		}
+		defer lock.release()
+	}
 	if j.startEpoch > 0 {
 		if err := j.resume(j.startEpoch); err != nil {
 			return err

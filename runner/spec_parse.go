@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"resnetlab/fsutil"
+	"resnetlab/model"
 
 	"github.com/BurntSushi/toml"
 )
@@ -97,7 +98,7 @@ func (d *decoder) topLevel(r *rawSpec, s *Spec) {
 	d.stringVal("data_dir", r.DataDir, &s.DataDir, "a directory path", nil)
 	s.dataDirSet = d.md.IsDefined("data_dir")
 	d.intVal("in_channels", r.InChannels, &s.InChannels, oneOfInt(1, 3))
-	d.intVal("width", r.Width, &s.Width, intRange(1, 4096))
+	d.intVal("width", r.Width, &s.Width, intRange(1, model.MaxWidth))
 	d.int64Val("seed", r.Seed, &s.Seed, intRange(math.MinInt64, math.MaxInt64))
 	d.floatVal("lr", r.LR, &s.LR, floatRange(0, 10, true, false))
 	d.intList("milestones", r.Milestones, &s.Milestones, intRange(1, maxEpochs))
