@@ -90,7 +90,7 @@ func New(dev, host kernels.Backend, dc comm.DeviceCommunicator, m *model.ResNet,
 		return nil, fmt.Errorf("gemini: model is %s but the run is %s", m.Cfg.DType, cfg.Precision)
 	}
 	g := &Gemini{cfg: cfg, dev: dev, host: host, comm: dc, world: dc.WorldSize(), rank: dc.Rank(),
-		m: m, params: m.Params(), byParam: map[*model.Param]*tensorInfo{}, mv: moverFor(dev)}
+		m: m, params: m.Params(), byParam: map[*model.Param]*tensorInfo{}, mv: kernels.MoverOf(dev)}
 	pk, err := pack(g.params, chunkCapacities(g.params, cfg.ChunkElems, g.world))
 	if err != nil {
 		return nil, err

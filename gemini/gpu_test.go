@@ -31,7 +31,7 @@ func TestGPUAutoVersusStatic(t *testing.T) {
 	}
 	defer dev.Close()
 	base := Config{Precision: kernels.F16, Scaler: testScaler, ShardParamFrac: 1, GPUMarginMemRatio: 0.8}
-	ref := gpuRun(t, dev, base, "unlimited")
+	ref := gpuRun(t, dev, base, "unlimited", false)
 	for _, f := range []float64{0.5, 0.25} {
 		budget := ref.nonModel + int64(f*float64(ref.peak-ref.nonModel))
 		for _, placement := range []string{Static, Auto} {
@@ -40,7 +40,7 @@ func TestGPUAutoVersusStatic(t *testing.T) {
 			if placement == Static {
 				c.OffloadOptimFrac = 1 // ZeRO-Offload: Adam on the CPU
 			}
-			r := gpuRun(t, dev, c, placement)
+			r := gpuRun(t, dev, c, placement, false)
 			// Host and device Adam round differently, and training amplifies it.
 			t.Logf("   model data %.2f: max |state - unbudgeted| = %g", f, maxParamDiff(ref.state, r.state))
 		}
@@ -53,7 +53,7 @@ type gpuResult struct {
 }
 
 // TestGPUPrefetch runs auto placement at the budgets above with chunk moves
-// synchronous (RESNETLAB_SYNC_MOVES=1, the pre-copy-stream behaviour),
+// synchronous (blocking Upload and Download, as without a copy stream),
 // asynchronous on the copy stream, and asynchronous with prefetch: the
 // weights must be bit-identical (moves only copy); the time per step, the
 // prefetches and the stalls are logged.
@@ -64,19 +64,18 @@ func TestGPUPrefetch(t *testing.T) {
 	}
 	defer dev.Close()
 	base := Config{Precision: kernels.F16, Scaler: testScaler, ShardParamFrac: 1, GPUMarginMemRatio: 0.8, Placement: Auto}
-	ref := gpuRun(t, dev, base, "unlimited")
+	ref := gpuRun(t, dev, base, "unlimited", false)
 	for _, f := range []float64{0.5, 0.25} {
 		budget := ref.nonModel + int64(f*float64(ref.peak-ref.nonModel))
 		var first *engine.State
 		for _, v := range []struct {
 			name string
-			sync string
+			sync bool
 			pf   int
-		}{{"sync", "1", 0}, {"async", "0", 0}, {"prefetch", "0", 4}} {
-			t.Setenv("RESNETLAB_SYNC_MOVES", v.sync)
+		}{{"sync", true, 0}, {"async", false, 0}, {"prefetch", false, 4}} {
 			c := base
 			c.DeviceBudget, c.MaxPrefetch = budget, v.pf
-			r := gpuRun(t, dev, c, v.name)
+			r := gpuRun(t, dev, c, v.name, v.sync)
 			if first == nil {
 				first = r.state
 			} else if d, where := worstDiff(first, r.state); d != 0 {
@@ -86,8 +85,8 @@ func TestGPUPrefetch(t *testing.T) {
 	}
 }
 
-func gpuRun(t *testing.T, dev kernels.Backend, cfg Config, name string) gpuResult {
-	w := &watchBackend{Backend: dev, budget: cfg.DeviceBudget}
+func gpuRun(t *testing.T, dev kernels.Backend, cfg Config, name string, sync bool) gpuResult {
+	w := &watchBackend{Backend: dev, budget: cfg.DeviceBudget, sync: sync}
 	m := model.NewResNet18(w, model.Config{Width: 64, InChannels: 3, NumClasses: 10, DType: kernels.F16, Seed: 5})
 	g, err := New(w, cpu.New(), comm.NewHostTensorComm(comm.NewGroup(1).Comm(0)), m, cfg)
 	if err != nil {

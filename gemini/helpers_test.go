@@ -53,6 +53,7 @@ type watchBackend struct {
 	armed  bool
 	peak   int64
 	over   int
+	sync   bool // move with blocking Upload/Download instead of the backend's mover
 }
 
 func (w *watchBackend) fold() { w.peak = max(w.peak, w.Backend.MemStats().TotalPeak) }
@@ -72,18 +73,25 @@ func (w *watchBackend) New(cat kernels.Category, dt kernels.DType, shape ...int)
 	return t
 }
 
-// The wrapped backend's mover, so a GPU under watch still moves chunks on
-// its copy stream.
+// mover is the wrapped backend's mover, so a GPU under watch still moves
+// chunks on its copy stream, or blocking moves when w.sync is set.
+func (w *watchBackend) mover() kernels.AsyncMover {
+	if w.sync {
+		return kernels.SyncMover{B: w.Backend}
+	}
+	return kernels.MoverOf(w.Backend)
+}
+
 func (w *watchBackend) UploadAsync(dst *kernels.Tensor, src []float32) kernels.Move {
-	return kernels.MoverOf(w.Backend).UploadAsync(dst, src)
+	return w.mover().UploadAsync(dst, src)
 }
 
 func (w *watchBackend) DownloadAsync(src *kernels.Tensor, dst []float32) kernels.Move {
-	return kernels.MoverOf(w.Backend).DownloadAsync(src, dst)
+	return w.mover().DownloadAsync(src, dst)
 }
 
-func (w *watchBackend) Await(m kernels.Move)  { kernels.MoverOf(w.Backend).Await(m) }
-func (w *watchBackend) Finish(m kernels.Move) { kernels.MoverOf(w.Backend).Finish(m) }
+func (w *watchBackend) Await(m kernels.Move)  { w.mover().Await(m) }
+func (w *watchBackend) Finish(m kernels.Move) { w.mover().Finish(m) }
 
 func (w *watchBackend) arm() {
 	w.Backend.ResetPeak()

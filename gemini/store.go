@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"fmt"
-	"os"
 
 	"resnetlab/kernels"
 )
@@ -249,14 +248,4 @@ func (g *Gemini) emit(e any) {
 	if g.cfg.OnEvent != nil {
 		g.cfg.OnEvent(e)
 	}
-}
-
-// moverFor is the device backend's mover: its own (a copy stream on a
-// GPU), or synchronous moves when RESNETLAB_SYNC_MOVES=1 (to compare, or to
-// rule the copy stream out when something looks wrong).
-func moverFor(dev kernels.Backend) kernels.AsyncMover {
-	if os.Getenv("RESNETLAB_SYNC_MOVES") == "1" {
-		return kernels.SyncMover{B: dev}
-	}
-	return kernels.MoverOf(dev)
 }

@@ -51,9 +51,8 @@ func LossAndNonFinite(be Backend, loss *Tensor, ts []*Tensor) (float32, bool) {
 // of the separate ops (see the methods), so a model may use the fused ops
 // wherever FusedBNOf returns them.
 type FusedBN interface {
-	// FusedBNAvailable reports whether the fused ops can run now (a CUDA
-	// backend needs kernels that an older PTX build lacks, and an env
-	// switch can turn them off).
+	// FusedBNAvailable reports whether the fused ops can run now (a
+	// wrapper, such as graphtest's recorder, may not offer them).
 	FusedBNAvailable() bool
 	// BatchNormActForward is BatchNormForward(y, x, ...), then, when res is
 	// not nil, Add(y, y, res), then ReLUForward(y, y): every step rounds

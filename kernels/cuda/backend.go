@@ -39,10 +39,6 @@ type Backend struct {
 	stageCap int
 
 	capturing bool
-	adamCopy  bool // AdamStepCopy uses adam_copy (see optional)
-	convV2    bool // fp16/bf16 convolutions use the _v2 loader entries
-	convVec   bool // ... and their 16-byte loads where possible (_v2vec)
-	bnAct     bool // models use the fused BN+ReLU kernels (FusedBNAvailable; ops_bnact.go)
 	prof      profiler
 	cnt       kernels.Counters
 	cp        *copier // the copy stream of asynchronous moves (mover.go), nil until the first
@@ -111,21 +107,18 @@ func (b *Backend) open() error {
 	b.alloc.init(b)
 	mods, err := loadModules()
 	b.mod = mods
-	if err == nil {
-		b.adamCopy = b.optional("adam_copy", "RESNETLAB_ADAM_COPY")
-		b.convV2 = b.optional("conv_fwd_f16_v2", "RESNETLAB_CONV_V2")
-		b.convVec = b.convV2 && b.optional("conv_fwd_f16_v2vec", "RESNETLAB_CONV_VEC")
-		b.bnAct = b.optional(bnActKernels[0], "RESNETLAB_BN_FUSE") && b.hasBNAct()
+	if err != nil {
+		return err
 	}
-	return err
+	return mods.require(requiredKernels)
 }
 
-// optional reports whether an optional kernel is used: the loaded PTX has
-// it (an older build may not) and environment variable env is not "0".
-// Kernels that replace an older one stay selectable this way, so one device
-// run can compare both and fall back.
-func (b *Backend) optional(kernel, env string) bool {
-	return os.Getenv(env) != "0" && b.mod.has(kernel)
+// requiredKernels are kernels whose absence New reports at once rather than
+// as a panic at the first launch: the newest of each source file, which a
+// RESNETLAB_PTX_DIR set generated from older sources lacks.
+var requiredKernels = []string{
+	"adam_copy", "conv_fwd_f16_v2", "conv_fwd_f16_v2vec",
+	"bn_act_fwd_train", "bn_act_fwd_eval", "bn_act_bwd",
 }
 
 // Close frees every device allocation, the stream and the context

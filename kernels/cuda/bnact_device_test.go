@@ -11,24 +11,13 @@ import (
 	"resnetlab/model"
 )
 
-// bnActOrSkip returns the device backend, or skips when the loaded PTX
-// predates the fused BN kernels (a RESNETLAB_PTX_DIR build older than
-// them; the embedded PTX has them).
-func bnActOrSkip(t *testing.T) *Backend {
-	b := device(t)
-	if !b.hasBNAct() {
-		t.Skipf("the loaded PTX lacks %v (a RESNETLAB_PTX_DIR build older than them)", bnActKernels)
-	}
-	return b
-}
-
 // The fused BN+ReLU(+add) kernels give exactly what bn_fwd_*, add,
 // relu_fwd and relu_bwd, bn_bwd give: outputs, running and saved
 // statistics and gradients bit for bit, in fp32, fp16 and bf16, train and
 // eval, with and without the residual and the ds output. The same checks
 // run on the CPU backend in CI (kernels/cpu).
 func TestBNActMatchesSeparate(t *testing.T) {
-	b := bnActOrSkip(t)
+	b := device(t)
 	cases := append(fusetest.BNActCases(),
 		fusetest.BNActCase{DType: kernels.F16, Training: true, Residual: true, N: 100, C: 64, H: 16, W: 16}, // 1024 threads
 		fusetest.BNActCase{DType: kernels.F16, Training: true, Residual: false, N: 100, C: 512, H: 2, W: 2})
@@ -42,7 +31,7 @@ func TestBNActMatchesSeparate(t *testing.T) {
 // not, from the same initial weights and batch, give the same loss, fp32
 // master weights and gradients bit for bit.
 func TestBNActResNet18Step(t *testing.T) {
-	b := bnActOrSkip(t)
+	b := device(t)
 	for _, dt := range []kernels.DType{kernels.F32, kernels.F16} {
 		fu, sep := newNetWith(b, dt, 16, b), newNetWith(b, dt, 16, nil)
 		fu.data()
@@ -83,7 +72,7 @@ type separateOps struct{ kernels.Backend }
 // and fp16, every state-dict entry (running statistics included) and
 // gradient, the loss and the eval logits.
 func TestBNActModelStep(t *testing.T) {
-	b := bnActOrSkip(t)
+	b := device(t)
 	for _, dt := range []kernels.DType{kernels.F32, kernels.F16} {
 		cfg := model.Config{Width: 16, InChannels: 3, NumClasses: 10, DType: dt, Seed: 3}
 		var runs [2]modelRun

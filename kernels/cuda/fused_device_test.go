@@ -12,9 +12,6 @@ import (
 // for bit, with fp16, bf16 and fp32 gradients and a tensor without a copy.
 func TestAdamStepCopyMatchesAdamThenCopy(t *testing.T) {
 	b := device(t)
-	if !b.mod.has("adam_copy") {
-		t.Skip("the loaded PTX has no adam_copy (a RESNETLAB_PTX_DIR build older than it)")
-	}
 	e := newEnv(t)
 	hp := kernels.AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Step: 3, GradScale: 1.0 / 1024}
 	sizes := []int{5000, 10000, 17, 4096, 64}
@@ -64,14 +61,6 @@ func TestAdamStepCopyMatchesAdamThenCopy(t *testing.T) {
 		if fused.c[i] != nil {
 			same("copy", i, fused.c[i], plain.c[i])
 		}
-	}
-	// The fallback (RESNETLAB_ADAM_COPY=0) is the plain path itself.
-	b.adamCopy = false
-	fb := mk()
-	b.AdamStepCopy(fb.p, fb.g, fb.m, fb.v, fb.c, hp)
-	b.adamCopy = true
-	for i := range sizes {
-		same("fallback master", i, fb.p[i], plain.p[i])
 	}
 }
 
@@ -144,59 +133,52 @@ func TestProfileRecordsOps(t *testing.T) {
 	b.Free(y)
 }
 
-// The fp16/bf16 loader versions of src/conv.cu stage the same values in the
-// same places, so the original (RESNETLAB_CONV_V2=0), version 2 and
-// version 2 with 16-byte loads must agree bit for bit on every pass,
-// split-K included, also for a weight view that is not 16-byte aligned
-// (which must fall back to the element loads).
+// The 16-byte loads of src/conv.cu's fp16/bf16 loader stage the same values
+// in the same places as its element loads, so a 16-byte aligned weight view
+// (vecOK: the _v2vec entries) and an unaligned one holding the same values
+// (the _v2 entries) must agree bit for bit on every pass, split-K included.
 func TestConvLoaderVersionsAgree(t *testing.T) {
 	b := device(t)
-	if !b.mod.has("conv_fwd_f16_v2vec") {
-		t.Skip("the loaded PTX has no _v2 conv entries (a RESNETLAB_PTX_DIR build older than them)")
-	}
 	e := newEnv(t)
-	v2, vec := b.convV2, b.convVec
-	defer func() { b.convV2, b.convVec = v2, vec }()
 	cases := append(append([]convCase{}, convCases...), resnetConvs[1], resnetConvs[3], resnetConvs[6])
 	for _, cc := range cases {
 		for _, dt := range []kernels.DType{kernels.F16, kernels.BF16} {
+			cp := kernels.ConvParams{Stride: cc.stride, Pad: cc.pad}
+			P, Q := convOut(cc)
+			x := e.randn(kernels.CatActivations, dt, 1, cc.n, cc.c, cc.h, cc.w).g
+			dy := e.randn(kernels.CatActivations, dt, 1, cc.n, cc.k, P, Q).g
+			wv := e.normals(cc.k*cc.c*cc.r*cc.s, 0.2)
+			var ref [3][]float32
 			for _, off := range []int{0, 1} {
-				cp := kernels.ConvParams{Stride: cc.stride, Pad: cc.pad}
-				P, Q := convOut(cc)
-				x := e.randn(kernels.CatActivations, dt, 1, cc.n, cc.c, cc.h, cc.w).g
-				wBase := e.randn(kernels.CatParams, dt, 0.2, off+cc.k*cc.c*cc.r*cc.s).g
+				wBase := b.New(kernels.CatParams, dt, off+len(wv))
+				b.Upload(wBase, append(make([]float32, off), wv...))
 				w := kernels.View(wBase, off, cc.k, cc.c, cc.r, cc.s)
-				dy := e.randn(kernels.CatActivations, dt, 1, cc.n, cc.k, P, Q).g
-				var ref [3][]float32
-				for v, sel := range [][2]bool{{false, false}, {true, false}, {true, true}} {
-					b.convV2, b.convVec = sel[0], sel[1]
-					y := b.New(kernels.CatActivations, dt, cc.n, cc.k, P, Q)
-					dx := b.New(kernels.CatActivations, dt, cc.n, cc.c, cc.h, cc.w)
-					dw := b.New(kernels.CatGrads, dt, cc.k, cc.c, cc.r, cc.s)
-					b.Conv2dForward(y, x, w, cp)
-					b.Conv2dBackward(dx, dw, dy, x, w, cp)
-					got := [3][]float32{download(b, y), download(b, dx), download(b, dw)}
-					for i, g := range got {
-						if v == 0 {
-							ref[i] = g
-							continue
-						}
-						for j := range g {
-							if math.Float32bits(g[j]) != math.Float32bits(ref[i][j]) {
-								t.Errorf("%+v %v w offset %d: %s of loader %v differs from the original at [%d]: %g vs %g",
-									cc, dt, off, []string{"y", "dx", "dw"}[i], sel, j, g[j], ref[i][j])
-								break
-							}
+				y := b.New(kernels.CatActivations, dt, cc.n, cc.k, P, Q)
+				dx := b.New(kernels.CatActivations, dt, cc.n, cc.c, cc.h, cc.w)
+				dw := b.New(kernels.CatGrads, dt, cc.k, cc.c, cc.r, cc.s)
+				b.Conv2dForward(y, x, w, cp)
+				b.Conv2dBackward(dx, dw, dy, x, w, cp)
+				got := [3][]float32{download(b, y), download(b, dx), download(b, dw)}
+				for i, g := range got {
+					if off == 0 {
+						ref[i] = g
+						continue
+					}
+					for j := range g {
+						if math.Float32bits(g[j]) != math.Float32bits(ref[i][j]) {
+							t.Errorf("%+v %v: %s with element loads differs from 16-byte loads at [%d]: %g vs %g",
+								cc, dt, []string{"y", "dx", "dw"}[i], j, g[j], ref[i][j])
+							break
 						}
 					}
-					b.Free(y)
-					b.Free(dx)
-					b.Free(dw)
 				}
-				b.Free(x)
+				b.Free(y)
+				b.Free(dx)
+				b.Free(dw)
 				b.Free(wBase)
-				b.Free(dy)
 			}
+			b.Free(x)
+			b.Free(dy)
 		}
 	}
 }

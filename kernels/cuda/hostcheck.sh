@@ -4,14 +4,11 @@
 # CUDA headers and keywords. It instantiates every kernel template, so it
 # catches syntax and type errors; it proves nothing about device code
 # generation or behaviour (gen.sh and the device tests do that).
-#   bash kernels/cuda/hostcheck.sh [FILE.cu...]   (default: src/*.cu next/*.cu)
+#   bash kernels/cuda/hostcheck.sh [FILE.cu...]   (default: src/*.cu)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 files=("$@")
-if [ ${#files[@]} -eq 0 ]; then
-  files=("$here"/src/*.cu)
-  [ -d "$here/next" ] && files+=("$here"/next/*.cu)
-fi
+[ ${#files[@]} -eq 0 ] && files=("$here"/src/*.cu)
 rc=0
 for f in "${files[@]}"; do
   if g++ -std=c++17 -fsyntax-only -Wall -Wno-unknown-pragmas -Wno-unused-variable -Wno-unused-but-set-variable \

@@ -63,15 +63,25 @@ func (m *modules) fn(name string) uintptr {
 	panic(fmt.Sprintf("cuda: kernel %q is in none of the PTX modules %s", name, strings.Join(m.names, ", ")))
 }
 
-// has reports whether some module defines kernel name (an optional kernel
-// that an older PTX build may lack).
+// has reports whether some module defines kernel name.
 func (m *modules) has(name string) bool {
 	_, ok := m.lookup(name)
 	return ok
 }
 
-// lookup is fn without the panic, for ops that are optional (a PTX set
-// generated before their source existed lacks them).
+// require returns an error naming the first of names that no module
+// defines (a PTX set generated from older sources, via RESNETLAB_PTX_DIR).
+func (m *modules) require(names []string) error {
+	for _, n := range names {
+		if !m.has(n) {
+			return fmt.Errorf("cuda: kernel %q is in none of the PTX modules %s (regenerate them with kernels/cuda/gen.sh)",
+				n, strings.Join(m.names, ", "))
+		}
+	}
+	return nil
+}
+
+// lookup is fn without the panic.
 func (m *modules) lookup(name string) (uintptr, bool) {
 	if f, ok := m.funcs[name]; ok {
 		return f, true

@@ -14,8 +14,7 @@ import (
 // structs they mirror: a field at another offset reads garbage on the GPU
 // and nothing on the CPU notices. This test computes each C struct's layout
 // from its source (natural alignment, as nvcc does on x86-64) and compares
-// it field by field with the Go struct's. A staged next/NAME.cu is read
-// instead of src/NAME.cu, since it is what the next PTX is built from.
+// it field by field with the Go struct's.
 func TestKernelStructLayouts(t *testing.T) {
 	for _, c := range []struct {
 		file, name string
@@ -28,7 +27,7 @@ func TestKernelStructLayouts(t *testing.T) {
 		{"conv.cu", "ConvShape", convShape{}},
 		{"augment.cu", "Crop", cropEntry{}},
 	} {
-		src := stagedSource(t, c.file)
+		src := kernelSource(t, c.file)
 		cf, csize, err := cStructLayout(src, c.name)
 		if err != nil {
 			t.Errorf("%s: %v", c.file, err)
@@ -46,15 +45,13 @@ func TestKernelStructLayouts(t *testing.T) {
 	}
 }
 
-// stagedSource reads next/file if it exists, else src/file.
-func stagedSource(t *testing.T, file string) string {
-	for _, dir := range []string{"next", "src"} {
-		if b, err := os.ReadFile(dir + "/" + file); err == nil {
-			return string(b)
-		}
+// kernelSource reads src/file.
+func kernelSource(t *testing.T, file string) string {
+	b, err := os.ReadFile("src/" + file)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s is in neither next/ nor src/", file)
-	return ""
+	return string(b)
 }
 
 var lineComment = regexp.MustCompile(`//[^\n]*`)

@@ -14,23 +14,9 @@ import (
 
 var _ kernels.FusedBN = (*Backend)(nil)
 
-// bnActKernels are the kernels the fused ops need; a PTX build older than
-// them lacks all three.
-var bnActKernels = []string{"bn_act_fwd_train", "bn_act_fwd_eval", "bn_act_bwd"}
-
-// hasBNAct reports whether the loaded PTX has every fused BN kernel.
-func (b *Backend) hasBNAct() bool {
-	for _, k := range bnActKernels {
-		if !b.mod.has(k) {
-			return false
-		}
-	}
-	return true
-}
-
-// FusedBNAvailable reports whether models should use the fused ops: the
-// PTX has the kernels and RESNETLAB_BN_FUSE is not "0" (read at New).
-func (b *Backend) FusedBNAvailable() bool { return b.bnAct }
+// FusedBNAvailable is always true: New checks that the PTX has the fused
+// kernels (requiredKernels).
+func (b *Backend) FusedBNAvailable() bool { return true }
 
 // BatchNormActForward is BatchNormForward, Add(y, y, res) when res is not
 // nil, and ReLUForward(y, y) in one kernel.

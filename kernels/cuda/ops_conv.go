@@ -132,14 +132,13 @@ func (b *Backend) gemm(mode int, s convShape, a, c uintptr, out, bias *kernels.T
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // convKernel picks the entry for a GEMM: fp16/bf16 use the version-2
-// loader (src/conv.cu) when the PTX has it and RESNETLAB_CONV_V2 is not 0,
-// and its 16-byte loads where vecOK allows and RESNETLAB_CONV_VEC is not 0.
+// loader of src/conv.cu, with its 16-byte loads where vecOK allows.
 func (b *Backend) convKernel(mode, prec int, s convShape, a, c uintptr) string {
 	name := convKernels[mode][prec]
-	if prec < 2 || !b.convV2 {
+	if prec < 2 {
 		return name
 	}
-	if b.convVec && vecOK(mode, s, a, c) {
+	if vecOK(mode, s, a, c) {
 		return name + "_v2vec"
 	}
 	return name + "_v2"

@@ -208,20 +208,14 @@ var _ kernels.AdamCopier = (*Backend)(nil)
 
 // AdamStepCopy is kernels.AdamCopier: AdamStep that also writes params[i]
 // rounded to copies[i]'s dtype into copies[i] (nil: none), in the one launch
-// of the adam_copy kernel. Where the loaded PTX has no adam_copy (an older
-// build) or RESNETLAB_ADAM_COPY=0, it runs AdamStep and a Copy per tensor;
-// with no copies at all (fp32 training) it is AdamStep, whose smaller table
-// entries and kernel do the same arithmetic (adamElem in src/ops.cu).
+// of the adam_copy kernel. With no copies at all (fp32 training) it is
+// AdamStep, whose smaller table entries and kernel do the same arithmetic
+// (adamElem in src/ops.cu).
 func (b *Backend) AdamStepCopy(params, grads, m, v, copies []*kernels.Tensor, hp kernels.AdamParams) {
 	op := "AdamStepCopy"
 	checkAdam(op, params, grads, m, v, copies, hp)
-	if !b.adamCopy || !slices.ContainsFunc(copies, func(c *kernels.Tensor) bool { return c != nil }) {
+	if !slices.ContainsFunc(copies, func(c *kernels.Tensor) bool { return c != nil }) {
 		b.AdamStep(params, grads, m, v, hp)
-		for i, c := range copies {
-			if c != nil {
-				b.Copy(c, params[i])
-			}
-		}
 		return
 	}
 	defer b.enterList(op, params)()

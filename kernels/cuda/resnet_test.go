@@ -506,8 +506,8 @@ func BenchmarkProfileResNet18(bm *testing.B) {
 			bm.Fatal(err)
 		}
 		c := b.Counters().Sub(c0)
-		fmt.Printf("\n== %s eager: %.1f launches, %.1f copies, %.1f syncs per step (adam_copy %v, bn_act %v)\n", name,
-			float64(c.Launches)/steps, float64(c.Copies)/steps, float64(c.Syncs-1)/steps, b.adamCopy, nt.fused != nil)
+		fmt.Printf("\n== %s eager: %.1f launches, %.1f copies, %.1f syncs per step (bn_act %v)\n", name,
+			float64(c.Launches)/steps, float64(c.Copies)/steps, float64(c.Syncs-1)/steps, nt.fused != nil)
 		kernels.WriteProfile(os.Stdout, name+" eager by op", kernels.Aggregate(recs, false), steps, 0)
 		if err := b.BeginCapture(); err != nil {
 			bm.Fatal(err)
