@@ -7,45 +7,24 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
-	"regexp"
 	"resnetlab/fsutil"
-	"sort"
-	"strconv"
 )
 
-var modelFileRE = regexp.MustCompile(`^model_([0-9]+)\.pth$`)
-
-// ListCheckpoints returns, in increasing order, the epochs that have all
-// three checkpoint files in dir. A missing dir gives an error matching
+// ListCheckpoints returns, in increasing order, the epochs whose end-of-
+// epoch checkpoint has all three files in dir (mid-epoch saves are in
+// ListCheckpointRefs). A missing dir gives an error matching
 // fs.ErrNotExist.
 func ListCheckpoints(dir string) ([]int, error) {
-	entries, err := os.ReadDir(dir)
+	refs, err := ListCheckpointRefs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint directory %s: %w", dir, err)
-	}
-	have := map[string]bool{}
-	for _, e := range entries {
-		if e.Type().IsRegular() {
-			have[e.Name()] = true
-		}
+		return nil, err
 	}
 	var epochs []int
-	for name := range have {
-		m := modelFileRE.FindStringSubmatch(name)
-		if m == nil {
-			continue
-		}
-		e, err := strconv.Atoi(m[1])
-		if err != nil || strconv.Itoa(e) != m[1] { // "model_05.pth" is not ours
-			continue
-		}
-		_, optim, sched := CheckpointPaths("", e)
-		if have[optim] && have[sched] {
-			epochs = append(epochs, e)
+	for _, r := range refs {
+		if r.Step == 0 {
+			epochs = append(epochs, r.Epoch)
 		}
 	}
-	sort.Ints(epochs)
 	return epochs, nil
 }
 

@@ -19,7 +19,7 @@ import (
 // sd; the full load then checks buffers, counters and missing keys.
 // Without it a width-4 checkpoint resumed into a width-8 spec prints one
 // line per mismatched key (over a hundred).
-func checkModelFits(dir string, epoch int, sd []model.NamedTensor, m *model.ResNet, run ckptMeta) error {
+func checkModelFits(dir string, ref CheckpointRef, sd []model.NamedTensor, m *model.ResNet, run ckptMeta) error {
 	have := make(map[string][]int, len(sd))
 	for _, nt := range sd {
 		have[nt.Name] = nt.Shape
@@ -43,7 +43,7 @@ func checkModelFits(dir string, epoch int, sd []model.NamedTensor, m *model.ResN
 	if differ == 0 {
 		return nil
 	}
-	path, _, _ := CheckpointPaths(dir, epoch)
+	path, _, _ := ref.Paths(dir)
 	msg := fmt.Sprintf("checkpoint %s does not fit this run's model: %s", path, first)
 	if differ > 1 {
 		msg += fmt.Sprintf(" (%d more parameters differ)", differ-1)
@@ -90,15 +90,15 @@ func settingsDiff(path string, run ckptMeta) string {
 // format version 2 carry the save's "save_id", which must be the same in
 // all three; version-1 files lack it and are compared by "epoch", "step"
 // and "steps_per_epoch" only.
-func checkSameSnapshot(dir string, epoch int) error {
-	mp, op, sp := CheckpointPaths(dir, epoch)
-	return checkSameSave(dir, epoch, mp, []string{op, sp}, false)
+func checkSameSnapshot(dir string, ref CheckpointRef) error {
+	mp, op, sp := ref.Paths(dir)
+	return checkSameSave(dir, ref, mp, []string{op, sp}, false)
 }
 
 // checkSameSave compares the metadata of model file mp with each of
 // others; with skipMissing an absent other file is not compared (eval
 // needs only the model).
-func checkSameSave(dir string, epoch int, mp string, others []string, skipMissing bool) error {
+func checkSameSave(dir string, ref CheckpointRef, mp string, others []string, skipMissing bool) error {
 	_, want, err := ReadCheckpointMeta(mp)
 	if err != nil {
 		return err
@@ -111,7 +111,7 @@ func checkSameSave(dir string, epoch int, mp string, others []string, skipMissin
 		if err != nil {
 			return err
 		}
-		if err := sameSave(dir, epoch, mp, want, p, meta); err != nil {
+		if err := sameSave(dir, ref, mp, want, p, meta); err != nil {
 			return err
 		}
 	}
@@ -119,11 +119,11 @@ func checkSameSave(dir string, epoch int, mp string, others []string, skipMissin
 }
 
 // sameSave is the error for files mp and p of two saves, or nil.
-func sameSave(dir string, epoch int, mp string, want map[string]any, p string, meta map[string]any) error {
+func sameSave(dir string, ref CheckpointRef, mp string, want map[string]any, p string, meta map[string]any) error {
 	mix := func(what string) error {
-		return fmt.Errorf("checkpoint of epoch %d in %s is a mix of two saves: %s (a save was interrupted, "+
-			"or two runs wrote this directory; resume from another epoch: %s)",
-			epoch, dir, what, otherEpochs(dir, epoch))
+		return fmt.Errorf("checkpoint of %s in %s is a mix of two saves: %s (a save was interrupted, "+
+			"or two runs wrote this directory; resume from another checkpoint: %s)",
+			ref.Describe(), dir, what, otherCheckpoints(dir, ref))
 	}
 	for _, key := range []string{"epoch", "step", "steps_per_epoch"} {
 		a, errA := MetaInt(want, key)
@@ -151,17 +151,17 @@ func orNone(id string, err error) string {
 	return id
 }
 
-// otherEpochs lists the epochs of dir other than epoch, for messages.
-func otherEpochs(dir string, epoch int) string {
-	have, _ := ListCheckpoints(dir)
-	var s []string
-	for _, e := range have {
-		if e != epoch {
-			s = append(s, fmt.Sprint(e))
-		}
-	}
-	if len(s) == 0 {
+// otherCheckpoints lists the checkpoints of dir other than ref, for
+// messages.
+func otherCheckpoints(dir string, ref CheckpointRef) string {
+	have, _ := ListCheckpointRefs(dir)
+	return orNoneList(slices.DeleteFunc(have, func(r CheckpointRef) bool { return r == ref }))
+}
+
+// orNoneList is refs for a message, or "there is none".
+func orNoneList(refs []CheckpointRef) string {
+	if len(refs) == 0 {
 		return "there is none"
 	}
-	return strings.Join(s, ", ")
+	return joinRefs(refs)
 }

@@ -47,6 +47,15 @@ type partialEpoch struct {
 	Seconds float64
 }
 
+// ref names the checkpoint these metadata are written under: an epoch's
+// end when Step is the whole epoch, else mid-epoch.
+func (m ckptMeta) ref() CheckpointRef {
+	if m.Step >= m.StepsPerEpoch {
+		return CheckpointRef{Epoch: m.Epoch}
+	}
+	return CheckpointRef{Epoch: m.Epoch, Step: m.Step}
+}
+
 func (m ckptMeta) toMap() map[string]any {
 	return map[string]any{
 		"epoch": m.Epoch, "step": m.Step, "steps_per_epoch": m.StepsPerEpoch,
@@ -126,7 +135,7 @@ func modelMeta(meta ckptMeta, id string) map[string]any {
 
 // saveCheckpoint writes the three files of st; it returns their paths.
 func saveCheckpoint(dir string, st *engine.State, meta ckptMeta, sched model.MultiStepLR) ([]string, error) {
-	mp, op, sp := CheckpointPaths(dir, meta.Epoch)
+	mp, op, sp := meta.ref().Paths(dir)
 	id := saveID(st, meta)
 	om := meta.toMap()
 	om["save_id"] = id
@@ -172,13 +181,13 @@ type loadedCheckpoint struct {
 	partial *partialEpoch // nil: none recorded (epoch end, or an older file)
 }
 
-// loadCheckpoint reads epoch's three files from dir and checks they fit
+// loadCheckpoint reads ref's three files from dir and checks they fit
 // the run (same model shape; any world size or plugin may resume).
-func loadCheckpoint(dir string, epoch int) (*loadedCheckpoint, error) {
-	mp, op, sp := CheckpointPaths(dir, epoch)
+func loadCheckpoint(dir string, ref CheckpointRef) (*loadedCheckpoint, error) {
+	mp, op, sp := ref.Paths(dir)
 	if _, err := os.Stat(mp); err != nil {
-		have, _ := ListCheckpoints(dir)
-		return nil, fmt.Errorf("resume %d: no checkpoint %s (epochs saved in %s: %v)", epoch, mp, dir, have)
+		have, _ := ListCheckpointRefs(dir)
+		return nil, fmt.Errorf("resume %s: no checkpoint %s (checkpoints in %s: %s)", ref, mp, dir, orNoneList(have))
 	}
 	meta, mts, err := ReadCheckpointFile(mp, "model")
 	if err != nil {
@@ -199,7 +208,7 @@ func loadCheckpoint(dir string, epoch int) (*loadedCheckpoint, error) {
 	if err := checkStateShapes(cfg, stateDictOf(mts)); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", mp, err)
 	}
-	lc := &loadedCheckpoint{epoch: epoch, state: &engine.State{Model: stateDictOf(mts)},
+	lc := &loadedCheckpoint{epoch: ref.Epoch, state: &engine.State{Model: stateDictOf(mts)},
 		history: historyFromMeta(sm["history"]), partial: partialFromMeta(sm["partial_epoch"])}
 	if lc.step, err = MetaInt(meta, "step"); err != nil {
 		return nil, fmt.Errorf("%s: %w", mp, err)
@@ -281,7 +290,7 @@ func modelDigest(st *engine.State, meta ckptMeta) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	path, _, _ := CheckpointPaths(dir, meta.Epoch)
+	path, _, _ := meta.ref().Paths(dir)
 	if err := WriteCheckpointFile(path, "model", modelMeta(meta, saveID(st, meta)), modelEntries(st.Model)); err != nil {
 		return "", err
 	}

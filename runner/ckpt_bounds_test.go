@@ -59,7 +59,7 @@ func TestCraftedCheckpointMetadataRefused(t *testing.T) {
 		_, _, err := Eval(context.Background(), EvalOptions{CheckpointDir: dir, Epoch: 1, Device: "cpu"})
 		check("eval", err)
 		check("export", ExportModel(dir, 1, "", filepath.Join(t.TempDir(), "m.safetensors")))
-		_, err = loadCheckpoint(dir, 1)
+		_, err = loadCheckpoint(dir, CheckpointRef{Epoch: 1})
 		check("resume", err)
 	}
 }
@@ -81,7 +81,7 @@ func TestCraftedCheckpointTensorsRefused(t *testing.T) {
 	if err := WriteCheckpointFile(op, "optimizer", meta, ts); err != nil {
 		t.Fatal(err)
 	}
-	_, err = loadCheckpoint(dir, 1)
+	_, err = loadCheckpoint(dir, CheckpointRef{Epoch: 1})
 	want := "checkpoint " + op + `: tensor "state.0.exp_avg" has 3 values and "state.0.exp_avg_sq" 294, want 294`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got  %v\nwant %s", err, want)

@@ -52,7 +52,7 @@ func TestMixedSavesRefusedBySaveID(t *testing.T) {
 	copyFile(t, bop, aop)
 	want := "checkpoint of epoch 1 in " + a + " is a mix of two saves: model_1.pth has save id " + saveIDOf(t, amp) +
 		", optimizer_1.pth has " + saveIDOf(t, bop) + " (a save was interrupted, or two runs wrote this directory"
-	if err := checkSameSnapshot(a, 1); err == nil || !strings.HasPrefix(err.Error(), want) {
+	if err := checkSameSnapshot(a, CheckpointRef{Epoch: 1}); err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("resume check: got  %v\nwant %s...", err, want)
 	}
 	_, _, err := Eval(context.Background(), EvalOptions{CheckpointDir: a, Epoch: 1, Device: "cpu"})
@@ -95,10 +95,10 @@ func TestVersion1CheckpointStillLoads(t *testing.T) {
 	for path, kind := range map[string]string{mp: "model", op: "optimizer", sp: "lr_scheduler"} {
 		asVersion1(t, path, kind)
 	}
-	if _, err := loadCheckpoint(dir, 1); err != nil {
+	if _, err := loadCheckpoint(dir, CheckpointRef{Epoch: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkSameSnapshot(dir, 1); err != nil {
+	if err := checkSameSnapshot(dir, CheckpointRef{Epoch: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := Eval(context.Background(), EvalOptions{CheckpointDir: dir, Epoch: 1, Device: "cpu"}); err != nil {
@@ -108,7 +108,7 @@ func TestVersion1CheckpointStillLoads(t *testing.T) {
 	writeTestCheckpoint(t, other, 1, testStateDict(t, 2, 1), syntheticMeta(2))
 	omp, _, _ := CheckpointPaths(other, 1)
 	copyFile(t, omp, mp)
-	err := checkSameSnapshot(dir, 1)
+	err := checkSameSnapshot(dir, CheckpointRef{Epoch: 1})
 	want := "model_1.pth has save id " + saveIDOf(t, omp) + ", optimizer_1.pth has none"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v, want ...%s", err, want)

@@ -254,7 +254,7 @@ func TestResumeFromReopensFinishedRun(t *testing.T) {
 	for _, e := range evs {
 		switch e := e.(type) {
 		case Log:
-			refused = refused || strings.Contains(e.Text, "epoch 7 is outside 1..2")
+			refused = refused || strings.Contains(e.Text, "checkpoint 7 is outside epochs 1..2")
 			reopened = reopened || strings.Contains(e.Text, "re-opening "+id+" from the checkpoint of epoch 1")
 		case RunStarted:
 			starts = append(starts, e.StartEpoch)
@@ -335,7 +335,7 @@ func TestLeftoverResumeFromReopens(t *testing.T) {
 	g.inbox[0] <- Pause{}
 	g.inbox[0] <- ResumeFrom{Epoch: 1}
 	g.rerouteLeftovers(context.Background(), 0)
-	if g.state[0] != cellQueued || len(g.queue) != 1 || g.queue[0] != 0 || g.resume[0] != 1 {
+	if g.state[0] != cellQueued || len(g.queue) != 1 || g.queue[0] != 0 || g.resume[0] != (CheckpointRef{Epoch: 1}) {
 		t.Fatalf("state %v queue %v resume %v: want the run queued to resume from epoch 1", g.state[0], g.queue, g.resume[0])
 	}
 	if len(g.inbox[0]) != 0 {

@@ -29,7 +29,7 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 	if err := checkStateShapes(cfg, stateDictOf(ts)); err != nil {
 		return 0, nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	if err := checkSameSave(opts.CheckpointDir, opts.Epoch, path, []string{op, sp}, true); err != nil {
+	if err := checkSameSave(opts.CheckpointDir, CheckpointRef{Epoch: opts.Epoch}, path, []string{op, sp}, true); err != nil {
 		return 0, nil, err
 	}
 	if dataset == "" {

@@ -31,7 +31,8 @@ type RunQueued struct{ Info RunInfo }
 // RunStarted is sent when a run begins (or resumes) training.
 type RunStarted struct {
 	Info       RunInfo
-	StartEpoch int // 0 for a fresh run, E when resumed from epoch E
+	StartEpoch int // 0 for a fresh run, E when resumed from a checkpoint of epoch E
+	StartStep  int // 0: from epoch E's end; S: from step S of epoch E (a mid-epoch save)
 }
 
 // StepDone is sent after every optimizer step (rank 0's view).
@@ -96,10 +97,11 @@ type ChunkMoved struct {
 	Prefetch bool // an upload issued ahead of the operator that needs it ([gemini] max_prefetch)
 }
 
-// CheckpointSaved is sent when the three checkpoint files of an epoch are on disk.
+// CheckpointSaved is sent when the three files of a checkpoint are on disk.
 type CheckpointSaved struct {
 	Run   string
 	Epoch int
+	Step  int // 0 at the epoch's end; S for a save S steps into the epoch
 	Dir   string
 	Files []string
 }
@@ -166,13 +168,14 @@ type (
 	Resume        struct{}
 	CheckpointNow struct{}
 	Stop          struct{ Checkpoint bool } // stop the run, checkpointing first if asked
-	// ResumeFrom restarts the run from the checkpoint of a saved epoch. A
+	// ResumeFrom restarts the run from a saved checkpoint: the end of
+	// epoch Epoch, or Step steps into it (Step > 0, a mid-epoch save). A
 	// run that has already finished (done, failed, stopped or
 	// interrupted) is re-opened: a new job trains it from that epoch to
 	// the spec's last and replaces its result (RunQueued, RunStarted, ...,
 	// RunFinished again). That needs RunSpec to be still running: see
 	// RunOptions.StayOpen.
-	ResumeFrom struct{ Epoch int }
+	ResumeFrom struct{ Epoch, Step int }
 	// Quit ends the whole grid, as quitting the UI does: runs that have not
 	// started never start (nothing of theirs is touched), and every run
 	// that trains stops at its next step boundary, checkpointing first when
@@ -239,3 +242,6 @@ type Result struct {
 	Status          Status        `json:"status"`
 	Error           string        `json:"error,omitempty"`
 }
+
+// Ref is the checkpoint a ResumeFrom names.
+func (c ResumeFrom) Ref() CheckpointRef { return CheckpointRef{Epoch: c.Epoch, Step: c.Step} }

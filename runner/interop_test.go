@@ -134,7 +134,7 @@ func sameStateDict(t *testing.T, what string, got, want []model.NamedTensor) {
 // one zero moment pair per parameter, step 0, no scaler.
 func checkFreshOptimizer(t *testing.T, dir string, epoch int, sd []model.NamedTensor) {
 	t.Helper()
-	lc, err := loadCheckpoint(dir, epoch)
+	lc, err := loadCheckpoint(dir, CheckpointRef{Epoch: epoch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +436,7 @@ func TestRunResumesFromImport(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		evs, err := collect(t, s, RunOptions{Resume: 1}, nil)
+		evs, err := collect(t, s, RunOptions{Resume: CheckpointRef{Epoch: 1}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

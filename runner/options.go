@@ -7,10 +7,10 @@ import (
 // RunOptions adjusts how RunSpec runs a spec; the zero value runs the spec
 // as written.
 type RunOptions struct {
-	Resume     int    // > 0: resume every run from this epoch instead of the spec's resume
-	Device     string // "auto", "cpu" or "cuda" instead of the spec's device; "" keeps it
-	ResultsDir string // instead of the spec's results_dir; "" keeps it
-	Headless   bool   // no TUI is attached (events go to the headless printer)
+	Resume     CheckpointRef // non-zero: resume every run from this checkpoint instead of the spec's resume
+	Device     string        // "auto", "cpu" or "cuda" instead of the spec's device; "" keeps it
+	ResultsDir string        // instead of the spec's results_dir; "" keeps it
+	Headless   bool          // no TUI is attached (events go to the headless printer)
 	// StayOpen keeps RunSpec serving commands after the last run has
 	// finished, so that a front end can re-open a finished run with
 	// ResumeFrom; RunSpec then returns when cmds is closed or ctx is done.
@@ -23,14 +23,14 @@ type RunOptions struct {
 // report problems before anything starts.
 func (o RunOptions) Apply(s *Spec) (*Spec, []Cell, []Rejection, error) {
 	c := *s
-	if o.Resume < 0 {
-		return nil, nil, nil, fmt.Errorf("--resume %d: want an epoch >= 1", o.Resume)
+	if o.Resume.Epoch < 0 || o.Resume.Step < 0 || (o.Resume.Epoch == 0 && o.Resume.Step != 0) {
+		return nil, nil, nil, fmt.Errorf("--resume %s: want an epoch E >= 1, or E@S", o.Resume)
 	}
-	if o.Resume > 0 {
-		if o.Resume > s.Epochs {
-			return nil, nil, nil, fmt.Errorf("--resume %d: %s trains %d epochs (want 1 to %d)", o.Resume, s.File, s.Epochs, s.Epochs)
+	if !o.Resume.IsZero() {
+		if o.Resume.Epoch > s.Epochs {
+			return nil, nil, nil, fmt.Errorf("--resume %s: %s trains %d epochs (want 1 to %d)", o.Resume, s.File, s.Epochs, s.Epochs)
 		}
-		c.Resume = o.Resume
+		c.Resume = o.Resume.Epoch
 	}
 	if o.Device != "" {
 		if !contains(devices, o.Device) {
@@ -57,4 +57,13 @@ type EvalOptions struct {
 	Device        string // "auto" (default when ""), "cpu" or "cuda"
 	BatchSize     int    // 0 = 128, the reference's eval batch
 	Spec          *Spec  // optional: synthetic sizes and seed, in_channels, width
+}
+
+// StartFrom is the checkpoint every run of s starts from: --resume's, else
+// the end of the spec's resume epoch (zero: a fresh start).
+func (o RunOptions) StartFrom(s *Spec) CheckpointRef {
+	if !o.Resume.IsZero() {
+		return o.Resume
+	}
+	return CheckpointRef{Epoch: s.Resume}
 }

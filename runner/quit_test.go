@@ -104,7 +104,7 @@ func TestQuitStopsTheGrid(t *testing.T) {
 			}
 		}
 		sameFiles(t, "run 2", keep, after)
-		saved, _ := ListCheckpoints(run1.CheckpointDir)
+		saved, _ := ListCheckpointRefs(run1.CheckpointDir)
 		if ckpt != (len(saved) == 1) {
 			t.Errorf("checkpoint %v: run 1 saved %v", ckpt, saved)
 		}

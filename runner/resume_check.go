@@ -13,18 +13,18 @@ import (
 // parameters whose shapes differ from the run's model (checkModelFits, one
 // line instead of one per key) and a model saved for other settings or
 // another data set (checkSameModel).
-func (j *job) checkResume(epoch int, lc *loadedCheckpoint) error {
+func (j *job) checkResume(ref CheckpointRef, lc *loadedCheckpoint) error {
 	dir := j.cell.CheckpointDir
-	if err := checkSameSnapshot(dir, epoch); err != nil {
+	if err := checkSameSnapshot(dir, ref); err != nil {
 		return err
 	}
-	run := j.meta(epoch, 0)
+	run := j.meta(ref.Epoch, 0)
 	if m := j.ranks[0].eng.Model(); allParamsPresent(m) {
-		if err := checkModelFits(dir, epoch, lc.state.Model, m, run); err != nil {
+		if err := checkModelFits(dir, ref, lc.state.Model, m, run); err != nil {
 			return err
 		}
 	}
-	return checkSameModel(dir, epoch, run)
+	return checkSameModel(dir, ref, run)
 }
 
 // allParamsPresent reports whether every parameter of m has its tensor: a
@@ -44,8 +44,8 @@ func allParamsPresent(m *model.ResNet) bool {
 // set. Keys the file lacks are not compared (a checkpoint imported from
 // another program). The error names the file, every key that differs with
 // both values, and the spec settings that would match the checkpoint.
-func checkSameModel(dir string, epoch int, run ckptMeta) error {
-	path, _, _ := CheckpointPaths(dir, epoch)
+func checkSameModel(dir string, ref CheckpointRef, run ckptMeta) error {
+	path, _, _ := ref.Paths(dir)
 	_, meta, err := ReadCheckpointMeta(path)
 	if err != nil {
 		return err
@@ -79,8 +79,8 @@ func checkSameModel(dir string, epoch int, run ckptMeta) error {
 	if len(fixes) > 0 {
 		fix = strings.Join(fixes, " and ") + " in the spec, or " + fix
 	}
-	return fmt.Errorf("resume from %s epoch %d: checkpoint %s was saved for another model: %s (want %s)",
-		dir, epoch, path, strings.Join(diffs, "; "), fix)
+	return fmt.Errorf("resume from %s %s: checkpoint %s was saved for another model: %s (want %s)",
+		dir, ref.Describe(), path, strings.Join(diffs, "; "), fix)
 }
 
 // canonicalData is a data set's canonical name, or the name itself when it

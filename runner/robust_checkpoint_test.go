@@ -32,7 +32,7 @@ func trainedCheckpoints(t *testing.T, extra string) (*Spec, string) {
 func resumeErr(t *testing.T, s *Spec, epoch int) error {
 	t.Helper()
 	s.Epochs = 2
-	_, err := collect(t, s, RunOptions{Resume: epoch}, nil)
+	_, err := collect(t, s, RunOptions{Resume: CheckpointRef{Epoch: epoch}}, nil)
 	if err == nil {
 		t.Fatal("the resume succeeded")
 	}
@@ -82,9 +82,9 @@ func TestResumeFromDamagedCheckpoint(t *testing.T) {
 func TestResumeFromAbsentEpochListsThePresentOnes(t *testing.T) {
 	s, dir := trainedCheckpoints(t, "")
 	s.Epochs = 3
-	_, err := collect(t, s, RunOptions{Resume: 2}, nil)
+	_, err := collect(t, s, RunOptions{Resume: CheckpointRef{Epoch: 2}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "no checkpoint "+filepath.Join(dir, "model_2.pth")) ||
-		!strings.Contains(err.Error(), "epochs saved in "+dir+": [1]") {
+		!strings.Contains(err.Error(), "checkpoints in "+dir+": 1)") {
 		t.Fatalf("err = %v, want the missing file and the epochs present", err)
 	}
 }
@@ -118,11 +118,11 @@ func TestCheckModelFits(t *testing.T) {
 		t.Fatal(err)
 	}
 	sd := stateDictOf(ts)
-	if err := checkModelFits(dir, 2, sd, m4, saved); err != nil {
+	if err := checkModelFits(dir, CheckpointRef{Epoch: 2}, sd, m4, saved); err != nil {
 		t.Fatalf("the model it was saved from does not fit: %v", err)
 	}
 	run := ckptMeta{Width: 8, InChannels: 1, Classes: 10}
-	err = checkModelFits(dir, 2, sd, m8, run)
+	err = checkModelFits(dir, CheckpointRef{Epoch: 2}, sd, m8, run)
 	if err == nil {
 		t.Fatal("width 4 fits width 8")
 	}
@@ -140,7 +140,7 @@ func TestCheckModelFits(t *testing.T) {
 		t.Fatalf("got  %v\nwant %s", err, want)
 	}
 	// A state dict without a parameter.
-	if err := checkModelFits(dir, 2, sd[1:], m4, saved); err == nil ||
+	if err := checkModelFits(dir, CheckpointRef{Epoch: 2}, sd[1:], m4, saved); err == nil ||
 		!strings.Contains(err.Error(), `key "conv1.weight" (shape [4 3 7 7] in the model) is missing`) {
 		t.Fatalf("missing key: %v", err)
 	}
@@ -161,18 +161,18 @@ func TestCheckSameSnapshot(t *testing.T) {
 	}
 	write(1, 6, "optimizer", "lr_scheduler", "model")
 	write(2, 3, "optimizer", "lr_scheduler", "model") // Ctrl-C in epoch 2
-	if err := checkSameSnapshot(dir, 2); err != nil {
+	if err := checkSameSnapshot(dir, CheckpointRef{Epoch: 2}); err != nil {
 		t.Fatalf("one save: %v", err)
 	}
 	write(2, 6, "optimizer") // epoch 2's end, killed after the first file
-	err := checkSameSnapshot(dir, 2)
+	err := checkSameSnapshot(dir, CheckpointRef{Epoch: 2})
 	want := "checkpoint of epoch 2 in " + dir + " is a mix of two saves: model_2.pth has step 3, optimizer_2.pth has 6 " +
-		"(a save was interrupted, or two runs wrote this directory; resume from another epoch: 1)"
+		"(a save was interrupted, or two runs wrote this directory; resume from another checkpoint: 1)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got  %v\nwant %s", err, want)
 	}
 	write(2, 6, "lr_scheduler", "model") // the save completed after all
-	if err := checkSameSnapshot(dir, 2); err != nil {
+	if err := checkSameSnapshot(dir, CheckpointRef{Epoch: 2}); err != nil {
 		t.Fatalf("completed save: %v", err)
 	}
 }

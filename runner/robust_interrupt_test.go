@@ -79,8 +79,10 @@ func TestCtrlCResultIsInterrupted(t *testing.T) {
 func TestCtrlCWithFailingCheckpoint(t *testing.T) {
 	s := tinySpec(t, "")
 	dir := strings.ReplaceAll(s.Checkpoint, "{plugin}-{precision}-{gpus}", "torch_ddp-fp32-1")
-	for e := range 2 { // a directory where the save renames its file: the save fails
-		_, op, _ := CheckpointPaths(dir, e)
+	// A directory where the save (taken one step into epoch 1) renames its
+	// file: the save fails.
+	for _, ref := range []CheckpointRef{{Epoch: 1, Step: 1}} {
+		_, op, _ := ref.Paths(dir)
 		if err := os.MkdirAll(op, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +112,7 @@ func TestMidEpochResumeKeepsTheEpochLoss(t *testing.T) {
 	if _, err := interruptAfterFirstStep(t, s); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want the interruption", err)
 	}
-	evs, err = collect(t, s, RunOptions{Resume: 1}, nil)
+	evs, err = collect(t, s, RunOptions{Resume: CheckpointRef{Epoch: 1, Step: 1}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

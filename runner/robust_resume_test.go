@@ -24,7 +24,7 @@ func TestResumeWidth8IntoWidth16(t *testing.T) {
 	mp, _, _ := CheckpointPaths(dir, 1)
 
 	s.Width, s.Epochs = 16, 2
-	evs, err := collect(t, s, RunOptions{Resume: 1}, nil)
+	evs, err := collect(t, s, RunOptions{Resume: CheckpointRef{Epoch: 1}}, nil)
 	if err == nil {
 		t.Fatal("a width-8 checkpoint resumed into a width-16 run")
 	}
@@ -45,7 +45,7 @@ func TestResumeWidth8IntoWidth16(t *testing.T) {
 	gs.Width = 16
 	gdir := strings.ReplaceAll(gs.Checkpoint, "{plugin}-{precision}-{gpus}", "gemini-fp16-1")
 	copyDir(t, dir, gdir)
-	evs, err = collect(t, gs, RunOptions{Resume: 1}, nil)
+	evs, err = collect(t, gs, RunOptions{Resume: CheckpointRef{Epoch: 1}}, nil)
 	gmp, _, _ := CheckpointPaths(gdir, 1)
 	t.Log(err)
 	if err == nil || !strings.Contains(err.Error(), gmp) ||
@@ -142,11 +142,11 @@ func TestCheckSameModel(t *testing.T) {
 	}
 	run := ckptMeta{Width: 16, InChannels: 1, Classes: 10, Dataset: "fashion-mnist"}
 	write(map[string]any{"epoch": 3}) // imported from elsewhere: nothing to compare
-	if err := checkSameModel(dir, 3, run); err != nil {
+	if err := checkSameModel(dir, CheckpointRef{Epoch: 3}, run); err != nil {
 		t.Fatalf("no settings recorded: %v", err)
 	}
 	write(map[string]any{"width": 16, "in_channels": 1, "num_classes": 10, "dataset": "FMNIST"})
-	if err := checkSameModel(dir, 3, run); err != nil {
+	if err := checkSameModel(dir, CheckpointRef{Epoch: 3}, run); err != nil {
 		t.Fatalf("another spelling of the same data set: %v", err)
 	}
 	write(map[string]any{"width": 8, "in_channels": 3, "num_classes": 100, "dataset": "cifar10"})
@@ -156,11 +156,11 @@ func TestCheckSameModel(t *testing.T) {
 		"num_classes is 100 in the checkpoint and 10 in this run; " +
 		`dataset is "cifar10" in the checkpoint and "fashion-mnist" in this run ` +
 		`(want width = 8 and in_channels = 3 and dataset = "cifar10" in the spec, or resume = 0 to start afresh)`
-	if err := checkSameModel(dir, 3, run); err == nil || err.Error() != want {
+	if err := checkSameModel(dir, CheckpointRef{Epoch: 3}, run); err == nil || err.Error() != want {
 		t.Fatalf("got  %v\nwant %s", err, want)
 	}
 	write(map[string]any{"num_classes": 100})
-	if err := checkSameModel(dir, 3, run); err == nil ||
+	if err := checkSameModel(dir, CheckpointRef{Epoch: 3}, run); err == nil ||
 		!strings.HasSuffix(err.Error(), "num_classes is 100 in the checkpoint and 10 in this run (want resume = 0 to start afresh)") {
 		t.Fatalf("classes only: %v", err)
 	}

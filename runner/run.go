@@ -107,8 +107,8 @@ func runInfo(s *Spec, c Cell, train *data.Dataset) RunInfo {
 		StepsPerEpoch: train.N / c.WorldSize / s.BatchSize}
 }
 
-// runCell trains one cell (from the checkpoint of epoch j.startEpoch when
-// > 0) and writes its result. A panic of the run's driver fails this run
+// runCell trains one cell (from the checkpoint j.startFrom unless it is
+// zero) and writes its result. A panic of the run's driver fails this run
 // only.
 func runCell(ctx context.Context, j *job) error {
 	s, c := j.spec, j.cell
@@ -170,12 +170,12 @@ func (j *job) run(ctx context.Context) (err error) {
 		}
 		defer lock.release()
 	}
-	if j.startEpoch > 0 {
-		if err := j.resume(j.startEpoch); err != nil {
+	if !j.startFrom.IsZero() {
+		if err := j.resume(j.startFrom); err != nil {
 			return err
 		}
 	}
-	j.emit(RunStarted{Info: j.info, StartEpoch: j.startEpoch})
+	j.emit(RunStarted{Info: j.info, StartEpoch: j.startFrom.Epoch, StartStep: j.startFrom.Step})
 	if err := j.loop(ctx); err != nil {
 		return err
 	}

@@ -28,10 +28,10 @@ type gridRun struct {
 	index    map[string]int // run id -> cell
 	inbox    []chan Command // per cell; buffered, read by the run's job
 	state    []cellState
-	resume   []int   // per cell: epoch its next job resumes from
-	reopened []bool  // per cell: its next job was asked for by ResumeFrom
-	errs     []error // per cell: the outcome of its last job
-	queue    []int   // cells waiting for a slot, in start order
+	resume   []CheckpointRef // per cell: the checkpoint its next job resumes from
+	reopened []bool          // per cell: its next job was asked for by ResumeFrom
+	errs     []error         // per cell: the outcome of its last job
+	queue    []int           // cells waiting for a slot, in start order
 	running  int
 	done     chan cellDone
 	quit     bool // Quit came: nothing more starts or re-opens
@@ -56,14 +56,14 @@ const inboxSize = 64
 func (g *gridRun) init() {
 	n := len(g.cells)
 	g.infos, g.inbox = make([]RunInfo, n), make([]chan Command, n)
-	g.state, g.errs, g.resume = make([]cellState, n), make([]error, n), make([]int, n)
+	g.state, g.errs, g.resume = make([]cellState, n), make([]error, n), make([]CheckpointRef, n)
 	g.reopened = make([]bool, n)
 	g.index = make(map[string]int, n)
 	g.done = make(chan cellDone, n) // one job per cell at a time: sends never block
 	for i, c := range g.cells {
 		g.index[c.ID] = i
 		g.inbox[i] = make(chan Command, inboxSize)
-		g.resume[i] = g.spec.Resume
+		g.resume[i] = g.opts.StartFrom(g.spec)
 		g.infos[i] = runInfo(g.spec, c, g.train)
 		g.queue = append(g.queue, i)
 		g.emit(RunQueued{Info: g.infos[i]})
@@ -138,7 +138,7 @@ func (g *gridRun) startQueued(ctx context.Context) {
 	}
 	for _, i := range batch {
 		job := &job{spec: g.spec, cell: g.cells[i], info: g.infos[i], events: g.events, cmds: g.inbox[i],
-			train: g.train, test: g.test, startEpoch: g.resume[i], place: g.placement(i), reopened: g.reopened[i]}
+			train: g.train, test: g.test, startFrom: g.resume[i], place: g.placement(i), reopened: g.reopened[i]}
 		go func(i int) {
 			g.done <- cellDone{i, runCell(ctx, job)}
 		}(i)
@@ -190,7 +190,7 @@ func (g *gridRun) route(ctx context.Context, c Command) {
 		g.deliver(i, t.Cmd)
 	default:
 		if rf, ok := t.Cmd.(ResumeFrom); ok {
-			g.reopen(ctx, i, rf.Epoch)
+			g.reopen(ctx, i, rf.Ref())
 			return
 		}
 		g.logf(t.Run, LevelWarn, "%s has finished: command %T ignored", t.Run, t.Cmd)
@@ -248,29 +248,29 @@ func (g *gridRun) deliver(i int, c Command) {
 	}
 }
 
-// reopen queues a new job for finished run i that resumes from the
-// checkpoint of epoch e and trains to the spec's end, replacing the run's
-// result. A checkpoint that is not there is refused here, so that a wrong
-// choice cannot overwrite the run's result with a failure.
-func (g *gridRun) reopen(ctx context.Context, i, e int) {
+// reopen queues a new job for finished run i that resumes from
+// checkpoint ref and trains to the spec's end, replacing the run's result.
+// A checkpoint that is not there is refused here, so that a wrong choice
+// cannot overwrite the run's result with a failure.
+func (g *gridRun) reopen(ctx context.Context, i int, ref CheckpointRef) {
 	id, dir := g.cells[i].ID, g.cells[i].CheckpointDir
 	if ctx.Err() != nil || g.quit {
 		g.logf(id, LevelWarn, "%s not re-opened: the grid is being interrupted", id)
 		return
 	}
-	if e < 1 || e > g.spec.Epochs {
-		g.logf(id, LevelError, "%s not re-opened: epoch %d is outside 1..%d", id, e, g.spec.Epochs)
+	if ref.Epoch < 1 || ref.Epoch > g.spec.Epochs || ref.Step < 0 {
+		g.logf(id, LevelError, "%s not re-opened: checkpoint %s is outside epochs 1..%d", id, ref, g.spec.Epochs)
 		return
 	}
-	if path, _, _ := CheckpointPaths(dir, e); noCheckpoints(dir) || !fileExists(path) {
-		g.logf(id, LevelError, "%s not re-opened: no checkpoint of epoch %d in %q", id, e, dir)
+	if path, _, _ := ref.Paths(dir); noCheckpoints(dir) || !fileExists(path) {
+		g.logf(id, LevelError, "%s not re-opened: no checkpoint of %s in %q", id, ref.Describe(), dir)
 		return
 	}
-	g.state[i], g.resume[i], g.reopened[i] = cellQueued, e, true
+	g.state[i], g.resume[i], g.reopened[i] = cellQueued, ref, true
 	g.queue = append([]int{i}, g.queue...) // asked for now: next to start
 	g.emit(RunQueued{Info: g.infos[i]})
-	g.logf(id, LevelInfo, "re-opening %s from the checkpoint of epoch %d: it trains to epoch %d and its result is replaced",
-		id, e, g.spec.Epochs)
+	g.logf(id, LevelInfo, "re-opening %s from the checkpoint of %s: it trains to epoch %d and its result is replaced",
+		id, ref.Describe(), g.spec.Epochs)
 }
 
 func fileExists(path string) bool {

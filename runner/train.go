@@ -41,12 +41,12 @@ type job struct {
 	epochTime   time.Duration
 	result      *Result
 	trainImages int
-	memAt       time.Time // last MemoryUsage event
-	startEpoch  int       // resume from this epoch's checkpoint before training (0 = fresh)
-	place       placement // its share of the machine while runs train at once
-	est         estimator // says how long the run will take, after its first steps
-	trained     int       // steps this job has trained (a checkpoint needs one)
-	reopened    bool      // asked for by ResumeFrom on a finished run
+	memAt       time.Time     // last MemoryUsage event
+	startFrom   CheckpointRef // resume from this checkpoint before training (zero: fresh)
+	place       placement     // its share of the machine while runs train at once
+	est         estimator     // says how long the run will take, after its first steps
+	trained     int           // steps this job has trained (a checkpoint needs one)
+	reopened    bool          // asked for by ResumeFrom on a finished run
 }
 
 // rankState is what one rank owns.
@@ -313,28 +313,30 @@ func (j *job) checkpoint() error {
 	if j.step == 0 && j.epoch > 0 { // at an epoch boundary: the finished epoch
 		epoch, step = j.epoch, j.info.StepsPerEpoch
 	}
-	files, err := saveCheckpoint(j.cell.CheckpointDir, st, j.meta(epoch, step), j.sched)
+	meta := j.meta(epoch, step)
+	files, err := saveCheckpoint(j.cell.CheckpointDir, st, meta, j.sched)
 	if err != nil {
 		return err
 	}
-	j.emit(CheckpointSaved{Run: j.info.ID, Epoch: epoch, Dir: j.cell.CheckpointDir, Files: files})
+	ref := meta.ref()
+	j.emit(CheckpointSaved{Run: j.info.ID, Epoch: ref.Epoch, Step: ref.Step, Dir: j.cell.CheckpointDir, Files: files})
 	return nil
 }
 
-// resume loads epoch E's checkpoint into every rank and moves the position.
-func (j *job) resume(e int) error {
-	lc, err := loadCheckpoint(j.cell.CheckpointDir, e)
+// resume loads checkpoint ref into every rank and moves the position.
+func (j *job) resume(ref CheckpointRef) error {
+	lc, err := loadCheckpoint(j.cell.CheckpointDir, ref)
 	if err != nil {
 		return err
 	}
-	if err := j.checkResume(e, lc); err != nil {
+	if err := j.checkResume(ref, lc); err != nil {
 		return err
 	}
 	if lc.spe != j.info.StepsPerEpoch {
-		j.logf(LevelWarn, "checkpoint %d was taken with %d steps per epoch, this run has %d", e, lc.spe, j.info.StepsPerEpoch)
+		j.logf(LevelWarn, "checkpoint %s was taken with %d steps per epoch, this run has %d", ref, lc.spe, j.info.StepsPerEpoch)
 	}
 	if err := j.pool.do(func(r int) error { return j.ranks[r].eng.LoadState(lc.state) }); err != nil {
-		return fmt.Errorf("resume from %s epoch %d: %w", j.cell.CheckpointDir, e, err)
+		return fmt.Errorf("resume from %s %s: %w", j.cell.CheckpointDir, ref.Describe(), err)
 	}
 	j.epoch, j.step = lc.epoch, 0
 	j.epochLoss, j.epochSteps, j.epochTime = 0, 0, 0
@@ -352,7 +354,7 @@ func (j *job) resume(e int) error {
 		j.result.EpochResults = h
 	}
 	j.accuracyFromHistory()
-	j.logf(LevelInfo, "resumed from %s epoch %d (continuing at epoch %d step %d)", j.cell.CheckpointDir, e, j.epoch+1, j.step+1)
+	j.logf(LevelInfo, "resumed from %s %s (continuing at epoch %d step %d)", j.cell.CheckpointDir, ref.Describe(), j.epoch+1, j.step+1)
 	return nil
 }
 
@@ -423,11 +425,11 @@ func (j *job) control(ctx context.Context) error {
 			}
 			return errStopped
 		case ResumeFrom:
-			if err := j.resume(c.Epoch); err != nil {
+			if err := j.resume(c.Ref()); err != nil {
 				j.logf(LevelError, "%v", err)
 				continue
 			}
-			j.emit(RunStarted{Info: j.info, StartEpoch: c.Epoch})
+			j.emit(RunStarted{Info: j.info, StartEpoch: c.Epoch, StartStep: c.Step})
 		}
 	}
 }

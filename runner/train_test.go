@@ -127,7 +127,7 @@ func TestResumeIsBitExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		resumed.Epochs = 2
-		evs, err := collect(t, resumed, RunOptions{Resume: 1}, nil)
+		evs, err := collect(t, resumed, RunOptions{Resume: CheckpointRef{Epoch: 1}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

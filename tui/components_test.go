@@ -167,7 +167,7 @@ func TestLogMilestones(t *testing.T) {
 		l.Update(ev)
 	}
 	want := []string{
-		"         started from the epoch 3 checkpoint",
+		"         started from the checkpoint of epoch 3",
 		"10:00:00 WARN slow",
 		"         epoch 4 · loss 0.5000 · test acc 81.25% · 2.3s · lr 0.001",
 		"         paused at epoch 5 step 7",

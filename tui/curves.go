@@ -19,9 +19,10 @@ type curvesPane struct {
 func (c *curvesPane) Update(ev runner.Event) {
 	switch e := ev.(type) {
 	case runner.RunStarted:
-		// A resumed run repeats the epochs after StartEpoch: drop them.
-		c.losses = truncate(c.losses, e.StartEpoch*max(c.steps, 0))
-		c.accs = truncate(c.accs, e.StartEpoch)
+		// A resumed run repeats what came after its checkpoint: drop it.
+		epochs, steps := e.From().Done()
+		c.losses = truncate(c.losses, epochs*max(c.steps, 0)+steps)
+		c.accs = truncate(c.accs, epochs)
 	case runner.StepDone:
 		if e.Steps > 0 {
 			c.steps = e.Steps

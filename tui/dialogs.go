@@ -8,6 +8,8 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"resnetlab/runner"
 )
 
 // dialogResult is what a dialog's Update decided.
@@ -54,7 +56,7 @@ func (d quitDialog) View(w int, st styles) string {
 // resumePicker lists a run's saved checkpoints, newest first.
 type resumePicker struct {
 	run      string
-	epochs   []int
+	refs     []runner.CheckpointRef
 	cursor   int
 	finished status // the run's status when it has finished (it is re-opened), else 0
 }
@@ -67,9 +69,9 @@ func (p *resumePicker) Update(msg tea.KeyPressMsg, k keyMap) dialogResult {
 	case key.Matches(msg, k.Up):
 		p.cursor = max(p.cursor-1, 0)
 	case key.Matches(msg, k.Down):
-		p.cursor = min(p.cursor+1, max(len(p.epochs)-1, 0))
+		p.cursor = min(p.cursor+1, max(len(p.refs)-1, 0))
 	case key.Matches(msg, k.Enter):
-		if len(p.epochs) == 0 {
+		if len(p.refs) == 0 {
 			return dialogCancel
 		}
 		return dialogYes
@@ -79,24 +81,24 @@ func (p *resumePicker) Update(msg tea.KeyPressMsg, k keyMap) dialogResult {
 	return dialogOpen
 }
 
-func (p *resumePicker) chosen() int { return p.epochs[p.cursor] }
+func (p *resumePicker) chosen() runner.CheckpointRef { return p.refs[p.cursor] }
 
 func (p *resumePicker) View(w int, st styles) string {
 	lines := []string{st.bold.Render("Resume " + p.run + " from checkpoint")}
 	if p.finished != 0 {
 		lines = append(lines, fmt.Sprintf("%s is %s: it trains again from the", p.run, strings.ToLower(p.finished.String())),
-			"chosen epoch to the end; its result is replaced")
+			"chosen checkpoint to the end; its result is replaced")
 	}
-	if len(p.epochs) == 0 {
+	if len(p.refs) == 0 {
 		lines = append(lines, "", "no checkpoints saved for this run", "", st.key.Render("esc")+" close")
 		return box(lines, w, st)
 	}
 	lines = append(lines, "")
-	first := min(max(p.cursor-pickerRows/2, 0), max(len(p.epochs)-pickerRows, 0))
-	for i := first; i < min(first+pickerRows, len(p.epochs)); i++ {
-		row := fmt.Sprintf("  epoch %d", p.epochs[i])
+	first := min(max(p.cursor-pickerRows/2, 0), max(len(p.refs)-pickerRows, 0))
+	for i := first; i < min(first+pickerRows, len(p.refs)); i++ {
+		row := "  " + refLabel(p.refs[i])
 		if i == p.cursor {
-			row = st.sel.Render(fmt.Sprintf("▸ epoch %d", p.epochs[i]))
+			row = st.sel.Render("▸ " + refLabel(p.refs[i]))
 		}
 		lines = append(lines, row)
 	}
@@ -176,4 +178,12 @@ func overlay(base []string, boxStr string, w int) []string {
 		out[y+i] = fitLine(left+ansi.ResetStyle+fitLine(l, bw)+ansi.ResetStyle+right, w)
 	}
 	return out
+}
+
+// refLabel is a picker row: an epoch's end, or a mid-epoch save.
+func refLabel(r runner.CheckpointRef) string {
+	if r.Step == 0 {
+		return fmt.Sprintf("epoch %d", r.Epoch)
+	}
+	return fmt.Sprintf("epoch %d step %d (mid-epoch)", r.Epoch, r.Step)
 }

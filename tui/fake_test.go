@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -143,18 +142,11 @@ func (f *fakeRunner) commands() []sentCmd {
 	return append([]sentCmd(nil), f.sent...)
 }
 
-// Checkpoints lists the epochs whose model file exists, like the real one.
-func (f *fakeRunner) Checkpoints(run string) []int {
-	names, _ := filepath.Glob(filepath.Join(f.root, ckptDir(run), "model_*.pth"))
-	var eps []int
-	for _, n := range names {
-		var e int
-		if _, err := fmt.Sscanf(filepath.Base(n), "model_%d.pth", &e); err == nil {
-			eps = append(eps, e)
-		}
-	}
-	sort.Ints(eps)
-	return eps
+// Checkpoints lists the checkpoints whose three files exist, as the real
+// front end does.
+func (f *fakeRunner) Checkpoints(run string) []runner.CheckpointRef {
+	refs, _ := runner.ListCheckpointRefs(filepath.Join(f.root, ckptDir(run)))
+	return refs
 }
 
 // state reports how many events went out and whether the fake has halted.

@@ -42,15 +42,15 @@ func (l *logTail) Update(ev runner.Event) {
 func milestone(ev runner.Event) string {
 	switch e := ev.(type) {
 	case runner.RunStarted:
-		if e.StartEpoch > 0 {
-			return fmt.Sprintf("started from the epoch %d checkpoint", e.StartEpoch)
+		if from := e.From(); !from.IsZero() {
+			return fmt.Sprintf("started from the checkpoint of %s", from.Describe())
 		}
 		return "started"
 	case runner.EpochDone:
 		return fmt.Sprintf("epoch %d · loss %.4f · test acc %s · %.1fs · lr %.3g",
 			e.Epoch, e.Loss, fmtPct(e.TestAcc), e.Seconds, e.LR)
 	case runner.CheckpointSaved:
-		return fmt.Sprintf("checkpoint epoch %d → %s", e.Epoch, e.Dir)
+		return fmt.Sprintf("checkpoint %s → %s", e.Ref().Describe(), e.Dir)
 	case runner.Paused:
 		return fmt.Sprintf("paused at epoch %d step %d", e.Epoch, e.Step)
 	case runner.Resumed:

@@ -17,8 +17,8 @@ type Options struct {
 	SpecFile    string           // the spec's path, for the resume hint once the runner has exited
 	Runs        []runner.RunInfo // every cell of the grid, in order
 	Events      <-chan runner.Event
-	Send        func(run string, c runner.Command) // deliver a command to run ("": to the grid); must not block for long
-	Checkpoints func(run string) []int             // epochs with a saved checkpoint, for the r key
+	Send        func(run string, c runner.Command)      // deliver a command to run ("": to the grid); must not block for long
+	Checkpoints func(run string) []runner.CheckpointRef // the run's saved checkpoints, in training order, for the r key
 }
 
 // Messages of the root model.
@@ -26,8 +26,8 @@ type (
 	eventMsg        struct{ ev runner.Event }
 	eventsClosedMsg struct{}
 	checkpointsMsg  struct {
-		run    string
-		epochs []int
+		run  string
+		refs []runner.CheckpointRef
 	}
 )
 
@@ -134,7 +134,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, tea.Quit
 		}
 	case checkpointsMsg:
-		m.picker = resumePicker{run: msg.run, epochs: msg.epochs}
+		m.picker = resumePicker{run: msg.run, refs: msg.refs}
 		if i, ok := m.byID[msg.run]; ok && m.runs[i].status.finished() {
 			m.picker.finished = m.runs[i].status
 		}

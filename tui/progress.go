@@ -38,7 +38,8 @@ func (p *progressPane) Update(ev runner.Event) {
 		p.epoch, p.step, p.doneEpochs = 0, 0, 0
 		p.stepEMA, p.rateEMA, p.epochSecs = 0, 0, nil
 	case runner.RunStarted:
-		p.epoch, p.step, p.doneEpochs = e.StartEpoch+1, 0, e.StartEpoch
+		done, steps := e.From().Done()
+		p.epoch, p.step, p.doneEpochs = done+1, steps, done
 		p.stepEMA, p.rateEMA, p.epochSecs = 0, 0, nil
 	case runner.StepDone:
 		p.onStep(e)

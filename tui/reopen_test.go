@@ -33,7 +33,7 @@ func TestResumeFinishedRunReopensIt(t *testing.T) {
 	sendKey(tm, "enter")
 	waitHalted(t, f, rec)
 	s, _ = rec.get()
-	for _, want := range []string{id + " RUNNING", "epoch 3/4", "started from the epoch 2 checkpoint"} {
+	for _, want := range []string{id + " RUNNING", "epoch 3/4", "started from the checkpoint of epoch 2"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("re-opened run: screen lacks %q:\n%s", want, s)
 		}
@@ -57,7 +57,7 @@ func TestResumeFinishedRunAfterRunnerExited(t *testing.T) {
 	m = step(m, eventMsg{runner.RunStarted{Info: m.runs[0].info}})
 	m = step(m, eventMsg{runner.RunFinished{Run: id, Result: &runner.Result{Status: "done"}}})
 	m = step(m, eventsClosedMsg{})
-	m = step(m, checkpointsMsg{run: id, epochs: []int{4, 2}})
+	m = step(m, checkpointsMsg{run: id, refs: []runner.CheckpointRef{{Epoch: 4}, {Epoch: 2}}})
 	m = step(m, keyMsg("enter"))
 	if len(sent) != 0 {
 		t.Fatalf("sent %v to an exited runner", sent)
@@ -143,5 +143,35 @@ func TestGridLogIsNoRun(t *testing.T) {
 		if n := len(r.log.lines); n != 1 || r.log.lines[0].Text != text {
 			t.Fatalf("%s log %+v, want the grid line", r.info.ID, r.log.lines)
 		}
+	}
+}
+
+// The picker lists a run's mid-epoch saves beside its epoch ends, newest
+// first, and choosing one sends ResumeFrom with its step.
+func TestPickerListsMidEpochCheckpoints(t *testing.T) {
+	var sent []sentCmd
+	saved := []runner.CheckpointRef{{Epoch: 1}, {Epoch: 2, Step: 3}, {Epoch: 2}}
+	m := New(Options{Runs: testGrid()[:1],
+		Send:        func(run string, c runner.Command) { sent = append(sent, sentCmd{run, c}) },
+		Checkpoints: func(string) []runner.CheckpointRef { return saved }})
+	id := m.runs[0].info.ID
+	m = step(m, eventMsg{runner.RunStarted{Info: m.runs[0].info}})
+	msg := m.loadCheckpoints(id)()
+	want := []runner.CheckpointRef{{Epoch: 2}, {Epoch: 2, Step: 3}, {Epoch: 1}}
+	if got := msg.(checkpointsMsg).refs; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("picker order %v, want %v", got, want)
+	}
+	m = step(m, msg)
+	m = step(m, keyMsg("down"))
+	view := ansi.Strip(m.View().Content)
+	if !strings.Contains(view, "▸ epoch 2 step 3 (mid-epoch)") || strings.Count(view, "epoch 2") < 2 || !strings.Contains(view, "epoch 1") {
+		t.Fatalf("picker does not show both checkpoints of epoch 2:\n%s", view)
+	}
+	m = step(m, keyMsg("enter"))
+	if len(sent) != 1 || sent[0].cmd != (runner.ResumeFrom{Epoch: 2, Step: 3}) {
+		t.Fatalf("sent %v, want ResumeFrom{2 3}", sent)
+	}
+	if !strings.Contains(m.notice.text, "from epoch 2 step 3") {
+		t.Fatalf("notice %q", m.notice.text)
 	}
 }

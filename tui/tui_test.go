@@ -84,7 +84,7 @@ func TestCheckpointNow(t *testing.T) {
 	if len(eps) != 1 {
 		t.Fatalf("want one checkpoint epoch, have %v (files %v)", eps, got)
 	}
-	e := eps[0]
+	e := eps[0].Epoch
 	want := []string{"lr_scheduler_" + strconv.Itoa(e) + ".pth", "model_" + strconv.Itoa(e) + ".pth", "optimizer_" + strconv.Itoa(e) + ".pth"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("files %v, want %v", got, want)

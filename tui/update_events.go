@@ -28,8 +28,8 @@ func (m Model) onEvent(ev runner.Event) (tea.Model, tea.Cmd) {
 		if !m.runs[m.sel].status.active() {
 			m.sel = m.byID[e.Info.ID]
 		}
-		if e.StartEpoch > 0 {
-			m.notice = note("%s resumed from epoch %d", e.Info.ID, e.StartEpoch)
+		if from := e.From(); !from.IsZero() {
+			m.notice = note("%s resumed from %s", e.Info.ID, from.Describe())
 		}
 	case runner.Paused:
 		m.notice = note("%s paused at epoch %d step %d · p resumes", e.Run, e.Epoch, e.Step)
@@ -87,7 +87,7 @@ func savedText(e runner.CheckpointSaved) string {
 	for i, f := range e.Files {
 		names[i] = filepath.Base(f)
 	}
-	return fmt.Sprintf("checkpoint saved: %s epoch %d → %s (%s)", e.Run, e.Epoch, e.Dir, strings.Join(names, ", "))
+	return fmt.Sprintf("checkpoint saved: %s %s → %s (%s)", e.Run, e.Ref().Describe(), e.Dir, strings.Join(names, ", "))
 }
 
 // resumeWith tells how to go on with an interrupted run.
@@ -95,7 +95,7 @@ func resumeWith(r *run) string {
 	if r.lastCkpt == nil {
 		return ""
 	}
-	return fmt.Sprintf(" · checkpoint of epoch %d saved · r resumes from it", r.lastCkpt.Epoch)
+	return fmt.Sprintf(" · checkpoint of %s saved · r resumes from it", r.lastCkpt.Ref().Describe())
 }
 
 func finishedText(r *run) string {

@@ -99,13 +99,13 @@ func (m *Model) checkpointNow(r *run) {
 func (m Model) loadCheckpoints(id string) tea.Cmd {
 	list := m.opts.Checkpoints
 	return func() tea.Msg {
-		var eps []int
+		var refs []runner.CheckpointRef
 		if list != nil {
-			eps = slices.Clone(list(id))
+			refs = slices.Clone(list(id))
 		}
-		slices.Sort(eps)
-		slices.Reverse(eps) // newest first: the usual choice
-		return checkpointsMsg{run: id, epochs: slices.Compact(eps)}
+		slices.SortFunc(refs, runner.CompareCheckpointRefs)
+		slices.Reverse(refs) // newest first: the usual choice
+		return checkpointsMsg{run: id, refs: slices.Compact(refs)}
 	}
 }
 
@@ -136,7 +136,7 @@ func (m Model) onPickerKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 // (it trains again from epoch e to the end and its result is replaced);
 // once the runner has exited nothing can re-open it, so the notice says
 // how to resume from the command line instead.
-func (m *Model) resumeFrom(id string, e int) {
+func (m *Model) resumeFrom(id string, ref runner.CheckpointRef) {
 	r := m.runs[m.byID[id]]
 	switch {
 	case r.status.finished() && m.closed:
@@ -144,15 +144,15 @@ func (m *Model) resumeFrom(id string, e int) {
 		if spec == "" {
 			spec = "SPEC"
 		}
-		m.notice = note("%s has finished and the runner has exited · to train from epoch %d again: "+
-			"resnetlab run --resume %d %s (resumes every run of the spec)", id, e, e, spec)
+		m.notice = note("%s has finished and the runner has exited · to train from %s again: "+
+			"resnetlab run --resume %s %s (resumes every run of the spec)", id, ref.Describe(), ref, spec)
 	case r.status.finished():
-		m.send(id, runner.ResumeFrom{Epoch: e})
-		m.notice = note("re-opening %s from epoch %d: it trains to epoch %d again and its result is replaced",
-			id, e, r.info.Epochs)
+		m.send(id, runner.ResumeFrom{Epoch: ref.Epoch, Step: ref.Step})
+		m.notice = note("re-opening %s from %s: it trains to epoch %d again and its result is replaced",
+			id, ref.Describe(), r.info.Epochs)
 	default:
-		m.send(id, runner.ResumeFrom{Epoch: e})
-		m.notice = note("resume of %s from epoch %d requested", id, e)
+		m.send(id, runner.ResumeFrom{Epoch: ref.Epoch, Step: ref.Step})
+		m.notice = note("resume of %s from %s requested", id, ref.Describe())
 	}
 }
 

@@ -12,7 +12,7 @@ func (c *cli) cmdRun(ctx context.Context, args []string) int {
 	fs := newFlags("run")
 	var opts runner.RunOptions
 	fs.BoolVar(&opts.Headless, "headless", false, "")
-	fs.IntVar(&opts.Resume, "resume", 0, "")
+	fs.Var(refFlag{&opts.Resume}, "resume", "")
 	fs.StringVar(&opts.Device, "device", "", "")
 	fs.StringVar(&opts.ResultsDir, "results", "", "")
 	pos, done, code := c.parseArgs(fs, runUsage, args)
@@ -158,4 +158,19 @@ func (t *tee) summary() string {
 		return ""
 	}
 	return runner.CompareTable(t.results)
+}
+
+// refFlag reads --resume's E or E@S.
+type refFlag struct{ ref *runner.CheckpointRef }
+
+func (f refFlag) String() string {
+	if f.ref == nil || f.ref.IsZero() {
+		return ""
+	}
+	return f.ref.String()
+}
+
+func (f refFlag) Set(s string) (err error) {
+	*f.ref, err = runner.ParseCheckpointRef(s)
+	return err
 }

@@ -53,8 +53,8 @@ func (h *headless) handle(ev runner.Event) {
 		h.queued(e.Info)
 	case runner.RunStarted:
 		h.infos[e.Info.ID] = e.Info
-		if e.StartEpoch > 0 {
-			h.printf(e.Info.ID, "resumed from the checkpoint of epoch %d%s", e.StartEpoch, placement(e.Info))
+		if from := e.From(); !from.IsZero() {
+			h.printf(e.Info.ID, "resumed from the checkpoint of %s%s", from.Describe(), placement(e.Info))
 		} else {
 			h.printf(e.Info.ID, "started%s", placement(e.Info))
 		}
@@ -63,7 +63,8 @@ func (h *headless) handle(ev runner.Event) {
 	case runner.EpochDone:
 		h.epoch(e)
 	case runner.CheckpointSaved:
-		h.printf(e.Run, "checkpoint of epoch %d saved in %s (%d files)", e.Epoch, e.Dir, len(e.Files))
+		h.printf(e.Run, "checkpoint of %s saved in %s (%d files; --resume %s continues from it)",
+			e.Ref().Describe(), e.Dir, len(e.Files), e.Ref())
 	case runner.Paused:
 		h.printf(e.Run, "paused at epoch %d step %d", e.Epoch, e.Step)
 	case runner.Resumed:

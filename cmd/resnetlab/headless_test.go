@@ -48,7 +48,7 @@ func TestHeadlessLines(t *testing.T) {
 [gemini-fp16-2] warm-up done
 using 2 GPUs
 [gemini-fp16-2] epoch 1/80: loss 1.8300, test acc 45.67%, lr 0.002, 31.2 s, ETA 41m09s
-[gemini-fp16-2] checkpoint of epoch 5 saved in ck (3 files)
+[gemini-fp16-2] checkpoint of epoch 5 saved in ck (3 files; --resume 5 continues from it)
 [gemini-fp16-2] paused at epoch 6 step 7
 [gemini-fp16-2] resumed
 [gemini-fp16-2] resumed from the checkpoint of epoch 5 on cuda (cuda:0, cuda:1)

@@ -97,6 +97,8 @@ func TestRunArgErrors(t *testing.T) {
 		{[]string{"run", "nope.toml"}, exitFailed, "spec nope.toml: file not found"},
 		{[]string{"run", writeSpec(t, "epochs = 0\n")}, exitFailed, "exp.toml:1: key `epochs`: 0 is out of range"},
 		{[]string{"run", spec, "--resume", "5"}, exitFailed, "--resume 5: " + spec + " trains 4 epochs"},
+		{[]string{"run", "--resume", "2@0", spec}, exitUsage, "the step after @ must be a number >= 1"},
+		{[]string{"run", spec, "--resume", "5@3"}, exitFailed, "--resume 5@3: " + spec + " trains 4 epochs"},
 		{[]string{"run", "--device", "tpu", spec}, exitFailed, `--device "tpu": want "auto", "cpu" or "cuda"`},
 	}
 	for _, tc := range cases {

@@ -18,9 +18,9 @@ import (
 // directory is writable. Each problem names the key (or flag) and the path.
 func checkPaths(s *runner.Spec, cells []runner.Cell, opts runner.RunOptions) error {
 	var errs []error
-	if s.Resume > 0 {
+	if from := opts.StartFrom(s); !from.IsZero() {
 		for _, c := range cells {
-			errs = append(errs, checkResume(s, c, opts.Resume > 0))
+			errs = append(errs, checkResume(s, c, from, !opts.Resume.IsZero()))
 		}
 	}
 	if s.Interval > 0 {
@@ -42,27 +42,27 @@ func checkPaths(s *runner.Spec, cells []runner.Cell, opts runner.RunOptions) err
 	return errors.Join(errs...)
 }
 
-// checkResume says why cell c cannot resume from s.Resume, or nil.
-func checkResume(s *runner.Spec, c runner.Cell, fromFlag bool) error {
+// checkResume says why cell c cannot resume from checkpoint from, or nil.
+func checkResume(s *runner.Spec, c runner.Cell, from runner.CheckpointRef, fromFlag bool) error {
 	where := s.Where("resume") + ": key `resume`"
 	if fromFlag {
-		where = fmt.Sprintf("--resume %d", s.Resume)
+		where = fmt.Sprintf("--resume %s", from)
 	}
-	have, err := runner.ListCheckpoints(c.CheckpointDir)
+	have, err := runner.ListCheckpointRefs(c.CheckpointDir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%s: run %s has no checkpoint directory %q (it is the spec's checkpoint = %q expanded)",
 			where, c.ID, c.CheckpointDir, s.Checkpoint)
 	case err != nil:
 		return fmt.Errorf("%s: run %s: %v", where, c.ID, err)
-	case slices.Contains(have, s.Resume):
+	case slices.Contains(have, from):
 		return nil
 	case len(have) == 0:
-		return fmt.Errorf("%s: run %s: no checkpoint of epoch %d in %q (it holds no complete checkpoint)",
-			where, c.ID, s.Resume, c.CheckpointDir)
+		return fmt.Errorf("%s: run %s: no checkpoint of %s in %q (it holds no complete checkpoint)",
+			where, c.ID, from.Describe(), c.CheckpointDir)
 	}
-	return fmt.Errorf("%s: run %s: no checkpoint of epoch %d in %q (epochs saved there: %s)",
-		where, c.ID, s.Resume, c.CheckpointDir, joinInts(have))
+	return fmt.Errorf("%s: run %s: no checkpoint of %s in %q (checkpoints there: %s)",
+		where, c.ID, from.Describe(), c.CheckpointDir, joinRefs(have))
 }
 
 // checkWritable creates dir if needed and writes and removes a probe file
@@ -87,6 +87,14 @@ func joinInts(xs []int) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
 		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+func joinRefs(refs []runner.CheckpointRef) string {
+	s := make([]string, len(refs))
+	for i, r := range refs {
+		s[i] = r.String()
 	}
 	return strings.Join(s, ", ")
 }

@@ -77,7 +77,7 @@ func TestRunRefusesPathsItCannotUse(t *testing.T) {
 		{"results flag", []string{"run", "--results", bad, writeSpec(t, base)},
 			fmt.Sprintf("--results: cannot write results in %q: mkdir %s: not a directory", bad, file)},
 		{"resume key", []string{"run", writeSpec(t, strings.Replace(longer, "interval = 1", "interval = 1\nresume = 3", 1))},
-			fmt.Sprintf("exp.toml:11: key `resume`: run torch_ddp-fp32-1: no checkpoint of epoch 3 in %q (epochs saved there: 1, 2)", ck)},
+			fmt.Sprintf("exp.toml:11: key `resume`: run torch_ddp-fp32-1: no checkpoint of epoch 3 in %q (checkpoints there: 1, 2)", ck)},
 		{"resume flag, no dir", []string{"run", "--resume", "1", writeSpec(t, tinyRun(t.TempDir(), ""))},
 			"--resume 1: run torch_ddp-fp32-1 has no checkpoint directory"},
 	}
@@ -298,24 +298,26 @@ func TestInterruptCheckpointsAndExits130(t *testing.T) {
 		t.Fatalf("stderr %q", &stderr)
 	}
 	ck := filepath.Join(dir, "ck")
-	have, err := runner.ListCheckpoints(ck)
-	if err != nil || len(have) != 1 || have[0] < 2 {
-		t.Fatalf("checkpoints %v (%v), want one of the epoch in progress (>= 2)", have, err)
+	have, err := runner.ListCheckpointRefs(ck)
+	if err != nil || len(have) != 1 || have[0].Epoch < 2 || have[0].Step == 0 {
+		t.Fatalf("checkpoints %v (%v), want one mid-epoch save of the epoch in progress (>= 2)", have, err)
 	}
-	saved := fmt.Sprintf("checkpoint of epoch %d saved in %s (3 files)", have[0], ck)
+	saved := fmt.Sprintf("checkpoint of %s saved in %s (3 files; --resume %s continues from it)", have[0].Describe(), ck, have[0])
 	all := strings.Join(out, "\n")
 	if !strings.Contains(all, saved) || !strings.Contains(all, "[torch_ddp-fp32-1] interrupted: ") ||
 		strings.Contains(all, "FAILED") {
 		t.Fatalf("stdout lacks %q or the interrupt line, or says FAILED:\n%s", saved, all)
 	}
-	m, o, s := runner.CheckpointPaths(ck, have[0])
+	m, o, s := have[0].Paths(ck)
 	for _, p := range []string{m, o, s} {
 		meta, _, err := runner.ReadCheckpointFile(p, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e, err := runner.MetaInt(meta, "epoch"); err != nil || e != have[0] {
-			t.Fatalf("%s: epoch %d %v", p, e, err)
+		e, err := runner.MetaInt(meta, "epoch")
+		st, serr := runner.MetaInt(meta, "step")
+		if err != nil || serr != nil || e != have[0].Epoch || st != have[0].Step {
+			t.Fatalf("%s: epoch %d step %d (%v, %v), want %s", p, e, st, err, serr, have[0])
 		}
 	}
 	temps, _ := filepath.Glob(filepath.Join(ck, "*.tmp-*"))

@@ -43,9 +43,9 @@ func tuiOptions(spec *runner.Spec, cells []runner.Cell, events <-chan runner.Eve
 			default:
 			}
 		},
-		Checkpoints: func(run string) []int {
-			epochs, _ := runner.ListCheckpoints(dirs[run])
-			return epochs
+		Checkpoints: func(run string) []runner.CheckpointRef {
+			refs, _ := runner.ListCheckpointRefs(dirs[run])
+			return refs
 		},
 	}
 }

@@ -27,7 +27,7 @@ Examples:
 Run 'resnetlab help <command>' or 'resnetlab <command> --help' for details.
 `
 
-const runUsage = `Usage: resnetlab run [--headless] [--resume E] [--device cpu|cuda|auto] [--results DIR] SPEC
+const runUsage = `Usage: resnetlab run [--headless] [--resume E|E@S] [--device cpu|cuda|auto] [--results DIR] SPEC
 
 Trains every run of the experiment spec SPEC (a TOML file, see experiments/)
 and writes each run's result to <results_dir>/<spec>-<run>.json. Invalid grid
@@ -39,7 +39,9 @@ spec's target_acc.
 
 Flags:
   --headless         plain log output instead of the terminal UI
-  --resume E         resume every run from its checkpoint of epoch E
+  --resume E         resume every run from its checkpoint of epoch E's end
+  --resume E@S       ... or from its mid-epoch checkpoint S steps into epoch E
+                     (c key or Ctrl-C; files model_E-stepS.pth ...)
                      (default: the spec's resume key; 0 there means a fresh start)
   --device NAME      auto (GPUs when present, else CPU), cpu or cuda
                      (default: the spec's device key)
@@ -49,6 +51,7 @@ Examples:
   resnetlab run experiments/zero.toml
   resnetlab run --headless --device cpu experiments/smoke.toml
   resnetlab run --resume 40 experiments/zero.toml
+  resnetlab run --resume 41@120 experiments/zero.toml
 `
 
 const evalUsage = `Usage: resnetlab eval -c DIR [-e E] [--dataset NAME] [--data DIR] [--device NAME] [--batch N] [--spec SPEC]
