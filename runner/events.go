@@ -244,4 +244,4 @@ type Result struct {
 }
 
 // Ref is the checkpoint a ResumeFrom names.
-func (c ResumeFrom) Ref() CheckpointRef { return CheckpointRef{Epoch: c.Epoch, Step: c.Step} }
+func (c ResumeFrom) Ref() CheckpointRef { return CheckpointRef(c) }

@@ -147,11 +147,11 @@ func (m *Model) resumeFrom(id string, ref runner.CheckpointRef) {
 		m.notice = note("%s has finished and the runner has exited · to train from %s again: "+
 			"resnetlab run --resume %s %s (resumes every run of the spec)", id, ref.Describe(), ref, spec)
 	case r.status.finished():
-		m.send(id, runner.ResumeFrom{Epoch: ref.Epoch, Step: ref.Step})
+		m.send(id, runner.ResumeFrom(ref))
 		m.notice = note("re-opening %s from %s: it trains to epoch %d again and its result is replaced",
 			id, ref.Describe(), r.info.Epochs)
 	default:
-		m.send(id, runner.ResumeFrom{Epoch: ref.Epoch, Step: ref.Step})
+		m.send(id, runner.ResumeFrom(ref))
 		m.notice = note("resume of %s from %s requested", id, ref.Describe())
 	}
 }
