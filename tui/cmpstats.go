@@ -7,6 +7,9 @@ import "resnetlab/runner"
 // at its peak), the peaks, and the host<->device traffic.
 type cmpStats struct {
 	ranks []rankPeak
+	// gemini: every chunk move is reported (ChunkMoved), so a run that
+	// moved nothing has moved 0 bytes, not an unknown amount.
+	gemini bool
 }
 
 // rankPeak is one rank's peaks since the run (re)started.
@@ -43,7 +46,7 @@ func (c *cmpStats) rank(r int) *rankPeak {
 func (c *cmpStats) Update(ev runner.Event) {
 	switch e := ev.(type) {
 	case runner.RunStarted:
-		c.ranks = nil
+		c.ranks, c.gemini = nil, e.Info.Plugin == runner.PluginGemini
 	case runner.MemoryUsage:
 		if e.Rank < 0 {
 			return
@@ -74,6 +77,7 @@ func (c *cmpStats) Update(ev runner.Event) {
 // worst is the rank with the largest device peak (the one that decides
 // whether a plugin fits), and the largest host peak and traffic of any rank.
 func (c *cmpStats) worst() (dev [6]int64, devPeak, hostPeak, h2d, d2h int64, xfer bool) {
+	xfer = c.gemini
 	for _, p := range c.ranks {
 		if p.devPeak > devPeak {
 			dev, devPeak = p.dev, p.devPeak
