@@ -75,17 +75,18 @@ func (c *cmpStats) Update(ev runner.Event) {
 }
 
 // worst is the rank with the largest device peak (the one that decides
-// whether a plugin fits), and the largest host peak and traffic of any rank.
-func (c *cmpStats) worst() (dev [6]int64, devPeak, hostPeak, h2d, d2h int64, xfer bool) {
-	xfer = c.gemini
+// whether a plugin fits, with its breakdown), and the largest host peak
+// and traffic of any rank.
+func (c *cmpStats) worst() rankPeak {
+	w := rankPeak{xfer: c.gemini}
 	for _, p := range c.ranks {
-		if p.devPeak > devPeak {
-			dev, devPeak = p.dev, p.devPeak
+		if p.devPeak > w.devPeak {
+			w.dev, w.devPeak = p.dev, p.devPeak
 		}
-		hostPeak = max(hostPeak, p.hostPeak)
+		w.hostPeak = max(w.hostPeak, p.hostPeak)
 		if p.xfer {
-			h2d, d2h, xfer = max(h2d, p.h2d), max(d2h, p.d2h), true
+			w.h2d, w.d2h, w.xfer = max(w.h2d, p.h2d), max(w.d2h, p.d2h), true
 		}
 	}
-	return
+	return w
 }

@@ -103,11 +103,11 @@ func peakOf(r *run, device bool) int64 {
 			p = max(p, u.HostPeak, total(u.Host))
 		}
 	}
-	_, dev, host, _, _, _ := r.cmp.worst()
+	w := r.cmp.worst()
 	if device {
-		return max(p, dev)
+		return max(p, w.devPeak)
 	}
-	return max(p, host)
+	return max(p, w.hostPeak)
 }
 
 func bytesOrDash(b int64) string {

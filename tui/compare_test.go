@@ -162,3 +162,37 @@ func TestCompareKeys(t *testing.T) {
 		t.Fatal("esc should leave the comparison")
 	}
 }
+
+// h2d/d2h: the sum of a Gemini run's chunk moves per rank (the busiest
+// rank), 0B for a Gemini run that moved nothing, -- for other plugins.
+func TestTransferBars(t *testing.T) {
+	h2d := allBarGroups[6]
+	value := func(r *run) string {
+		_, s, ok := h2d.value(r)
+		if !ok {
+			return "--"
+		}
+		return s
+	}
+	g := newRun(runner.RunInfo{ID: "g", Plugin: runner.PluginGemini})
+	g.Update(runner.RunStarted{Info: g.info})
+	if got := value(g); got != "0B" {
+		t.Errorf("gemini without moves: %q, want 0B", got)
+	}
+	for _, mv := range []runner.ChunkMoved{{Run: "g", Rank: 0, ToDevice: true, Bytes: 1 << 20},
+		{Run: "g", Rank: 1, ToDevice: true, Bytes: 3 << 20}, {Run: "g", Rank: 1, ToDevice: true, Bytes: 1 << 20},
+		{Run: "g", Rank: 1, Bytes: 7 << 20}} {
+		g.Update(mv)
+	}
+	if got := value(g); got != "4.00M" {
+		t.Errorf("gemini h2d: %q, want 4.00M (rank 1)", got)
+	}
+	if _, s, _ := allBarGroups[7].value(g); s != "7.00M" {
+		t.Errorf("gemini d2h: %q, want 7.00M", s)
+	}
+	z := newRun(runner.RunInfo{ID: "z", Plugin: "low_level_zero"})
+	z.Update(runner.RunStarted{Info: z.info})
+	if got := value(z); got != "--" {
+		t.Errorf("low_level_zero: %q, want --", got)
+	}
+}

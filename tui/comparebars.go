@@ -24,7 +24,7 @@ const barGroupMinW = 19
 
 var allBarGroups = []barGroup{
 	{title: "peak device/rank", value: func(r *run) (float64, string, bool) { return bytesFact(peakOf(r, true)) },
-		stack: func(r *run) ([6]int64, bool) { c, _, _, _, _, _ := r.cmp.worst(); return c, total(c) > 0 }},
+		stack: func(r *run) ([6]int64, bool) { c := r.cmp.worst().dev; return c, total(c) > 0 }},
 	{title: "peak host/rank", value: func(r *run) (float64, string, bool) { return bytesFact(peakOf(r, false)) }},
 	{title: "images/s", value: func(r *run) (float64, string, bool) {
 		v, ok := imagesPerSecOf(r)
@@ -36,8 +36,8 @@ var allBarGroups = []barGroup{
 	}},
 	{title: "final acc", value: func(r *run) (float64, string, bool) { v, ok := finalAccOf(r); return v, fmtPct(v), ok }},
 	{title: "best acc", value: func(r *run) (float64, string, bool) { v, ok := bestAccOf(r); return v, fmtPct(v), ok }},
-	{title: "h2d/rank", value: func(r *run) (float64, string, bool) { _, _, _, h2d, _, ok := r.cmp.worst(); return xferFact(h2d, ok) }},
-	{title: "d2h/rank", value: func(r *run) (float64, string, bool) { _, _, _, _, d2h, ok := r.cmp.worst(); return xferFact(d2h, ok) }},
+	{title: "h2d/rank", value: func(r *run) (float64, string, bool) { w := r.cmp.worst(); return xferFact(w.h2d, w.xfer) }},
+	{title: "d2h/rank", value: func(r *run) (float64, string, bool) { w := r.cmp.worst(); return xferFact(w.d2h, w.xfer) }},
 }
 
 func bytesFact(b int64) (float64, string, bool) { return float64(b), fmtBytes(b), b > 0 }
