@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/charmbracelet/x/ansi"
 )
@@ -27,44 +26,62 @@ var compareRows = []compareRow{
 	{"peak host", func(r *run) string { return bytesOrDash(peakOf(r, false)) }},
 }
 
-func finalAcc(r *run) string {
-	if r.result != nil && r.result.FinalTestAcc > 0 {
-		return fmtPct(r.result.FinalTestAcc)
-	}
-	if a := r.curves.last(); finite(a) {
-		return fmtPct(a)
-	}
-	return "--"
-}
-
-func bestAcc(r *run) string {
-	if r.result != nil && r.result.BestTestAcc > 0 {
-		return fmtPct(r.result.BestTestAcc)
-	}
-	if b, at := r.curves.best(); at > 0 {
-		return fmtPct(b)
-	}
-	return "--"
-}
+func finalAcc(r *run) string { return pctOrDash(finalAccOf(r)) }
+func bestAcc(r *run) string  { return pctOrDash(bestAccOf(r)) }
 
 func epochTime(r *run) string {
-	if s := r.prog.meanEpochSecs(); s > 0 {
+	if s, ok := epochSecsOf(r); ok {
 		return fmt.Sprintf("%.1fs", s)
-	}
-	if res := r.result; res != nil && len(res.EpochResults) > 0 {
-		return fmt.Sprintf("%.1fs", res.TrainSeconds/float64(len(res.EpochResults)))
 	}
 	return "--"
 }
 
 func imagesPerSec(r *run) string {
-	if r.result != nil && r.result.ImagesPerSecond > 0 {
-		return fmtRate(r.result.ImagesPerSecond)
-	}
-	if r.prog.rateEMA > 0 {
-		return fmtRate(r.prog.rateEMA)
+	if v, ok := imagesPerSecOf(r); ok {
+		return fmtRate(v)
 	}
 	return "--"
+}
+
+func pctOrDash(v float64, ok bool) string {
+	if !ok {
+		return "--"
+	}
+	return fmtPct(v)
+}
+
+// finalAccOf is the result's final accuracy, else the last epoch's.
+func finalAccOf(r *run) (float64, bool) {
+	if r.result != nil && r.result.FinalTestAcc > 0 {
+		return r.result.FinalTestAcc, true
+	}
+	a := r.curves.last()
+	return a, finite(a)
+}
+
+func bestAccOf(r *run) (float64, bool) {
+	if r.result != nil && r.result.BestTestAcc > 0 {
+		return r.result.BestTestAcc, true
+	}
+	b, at := r.curves.best()
+	return b, at > 0
+}
+
+func epochSecsOf(r *run) (float64, bool) {
+	if s := r.prog.meanEpochSecs(); s > 0 {
+		return s, true
+	}
+	if res := r.result; res != nil && len(res.EpochResults) > 0 && res.TrainSeconds > 0 {
+		return res.TrainSeconds / float64(len(res.EpochResults)), true
+	}
+	return 0, false
+}
+
+func imagesPerSecOf(r *run) (float64, bool) {
+	if r.result != nil && r.result.ImagesPerSecond > 0 {
+		return r.result.ImagesPerSecond, true
+	}
+	return r.prog.rateEMA, r.prog.rateEMA > 0
 }
 
 // peakOf is the largest peak over ranks, from the result when there is one.
@@ -86,7 +103,11 @@ func peakOf(r *run, device bool) int64 {
 			p = max(p, u.HostPeak, total(u.Host))
 		}
 	}
-	return p
+	w := r.cmp.worst()
+	if device {
+		return max(p, w.devPeak)
+	}
+	return max(p, w.hostPeak)
 }
 
 func bytesOrDash(b int64) string {
@@ -96,9 +117,9 @@ func bytesOrDash(b int64) string {
 	return fmtBytes(b)
 }
 
-// compareView renders one column per run (a window around the selected run
-// when they do not all fit) and one row per fact.
-func compareView(runs []*run, sel, w, h int, st styles) []string {
+// compareTable renders one column per run (a window around the selected
+// run when they do not all fit) and one row per fact.
+func compareTable(runs []*run, sel, w int, st styles) []string {
 	const lw = 12
 	cw := 10 // column width: marker or space, the widest id, a gap
 	for _, r := range runs {
@@ -108,7 +129,6 @@ func compareView(runs []*run, sel, w, h int, st styles) []string {
 	fit := max((w-lw)/cw, 1)
 	lo := min(max(sel-fit/2, 0), max(len(runs)-fit, 0))
 	hi := min(lo+fit, len(runs))
-	lines := []string{rule(fmt.Sprintf("compare · %d runs", len(runs)), w, st)}
 	head := padRight("run", lw)
 	for i := lo; i < hi; i++ {
 		id := " " + runs[i].info.ID
@@ -117,7 +137,7 @@ func compareView(runs []*run, sel, w, h int, st styles) []string {
 		}
 		head += cell(id, cw)
 	}
-	lines = append(lines, head)
+	lines := []string{head}
 	for _, row := range compareRows {
 		s := st.dim.Render(padRight(row.label, lw))
 		for _, r := range runs[lo:hi] {
@@ -132,25 +152,9 @@ func compareView(runs []*run, sel, w, h int, st styles) []string {
 	if hi-lo < len(runs) {
 		lines = append(lines, st.dim.Render(fmt.Sprintf("runs %d-%d of %d · tab/shift+tab to scroll", lo+1, hi, len(runs))))
 	}
-	lines = append(lines, "", summary(runs, st))
-	return fitBlock(lines, w, h)
+	return lines
 }
 
 // cell is one column of the comparison: s cut to leave a one-cell gap,
 // so that a long id never runs into the next column's marker.
 func cell(s string, cw int) string { return fitLine(s, cw-1) + " " }
-
-// summary counts the runs per status: "2 done · 1 running · 3 queued".
-func summary(runs []*run, st styles) string {
-	var n [len(statusNames)]int
-	for _, r := range runs {
-		n[r.status]++
-	}
-	var parts []string
-	for s, k := range n {
-		if k > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", k, strings.ToLower(strings.TrimSuffix(status(s).String(), "…"))))
-		}
-	}
-	return st.dim.Render(strings.Join(parts, " · "))
-}

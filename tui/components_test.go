@@ -193,7 +193,7 @@ func TestCompareColumnsKeepAGap(t *testing.T) {
 	}
 	for sel := range runs {
 		for _, w := range []int{40, 80, 160} {
-			head := ansi.Strip(compareView(runs, sel, w, 20, newStyles(true))[1])
+			head := ansi.Strip(compareTable(runs, sel, w, newStyles(true))[0])
 			if i := strings.Index(head, "▸"); i > 0 && head[i-1] != ' ' {
 				t.Errorf("sel %d width %d: marker glued to the previous column: %q", sel, w, head)
 			}

@@ -116,7 +116,7 @@ func helpView(k keyMap, w int, st styles) string {
 	lines = append(lines, helpColumns(h, k.FullHelp(), max(w-4, 1))...)
 	lines = append(lines, "",
 		"panes: progress · loss/accuracy curves · memory per rank",
-		"       gemini chunk strip · log     (v: all runs side by side)",
+		"       gemini chunk strip · log     (v: every run's curves, bars)",
 		"", st.dim.Render("press any key to close"))
 	return box(lines, w, st)
 }

@@ -10,7 +10,9 @@ type keyMap struct {
 	Help, Quit, ForceQuit     key.Binding
 	Up, Down, Enter, Cancel   key.Binding
 	Yes, No                   key.Binding
-	Exit                      key.Binding // leave once every run is finished
+	// In the comparison (v): which runs it draws, the epoch cursor, the bars.
+	Toggle, ShowAll, EpochLeft, EpochRight, BarPage key.Binding
+	Exit                                            key.Binding // leave once every run is finished
 }
 
 func defaultKeys() keyMap {
@@ -33,6 +35,11 @@ func defaultKeys() keyMap {
 		Cancel:     b([]string{"esc"}, "esc", "dialog: cancel"),
 		Yes:        b([]string{"y"}, "y", "checkpoint, then quit"),
 		No:         b([]string{"n"}, "n", "quit without checkpoint"),
+		Toggle:     b([]string{"space"}, "space", "v: hide/show run"),
+		ShowAll:    b([]string{"a"}, "a", "v: show all"),
+		EpochLeft:  b([]string{"left", "h"}, "←/h", "v: epoch back"),
+		EpochRight: b([]string{"right", "l"}, "→/l", "v: epoch on"),
+		BarPage:    b([]string{"b"}, "b", "v: next bars"),
 		Exit:       b([]string{"q", "enter", "esc", "space"}, "q/enter", "exit"),
 	}
 }
@@ -58,6 +65,7 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Pause, k.Checkpoint, k.Resume},
 		{k.Next, k.Prev, k.Compare},
+		{k.Toggle, k.ShowAll, k.EpochLeft, k.EpochRight, k.BarPage},
 		{k.Help, k.Quit, k.ForceQuit},
 		{k.Up, k.Down, k.Enter, k.Cancel, k.Yes, k.No},
 	}

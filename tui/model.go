@@ -52,6 +52,7 @@ type Model struct {
 	sel       int
 	follow    bool // until tab is used, the selection leaves a run that ends for one that trains
 	compare   bool
+	cmp       compareState // the comparison's shown runs, epoch cursor and bar page
 	overlay   overlayKind
 	quitDlg   quitDialog
 	picker    resumePicker

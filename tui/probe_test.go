@@ -105,7 +105,7 @@ func step(m Model, msg tea.Msg) Model {
 }
 
 // keyMsg builds the key press a terminal sends for k (a rune or "tab",
-// "shift+tab", "enter", "esc", "down", "up").
+// "shift+tab", "enter", "esc", "down", "up", "left", "right", "space").
 func keyMsg(k string) tea.KeyPressMsg {
 	switch k {
 	case "tab":
@@ -120,6 +120,12 @@ func keyMsg(k string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeyDown}
 	case "up":
 		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "left":
+		return tea.KeyPressMsg{Code: tea.KeyLeft}
+	case "right":
+		return tea.KeyPressMsg{Code: tea.KeyRight}
+	case "space":
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
 	}
 	r := []rune(k)[0]
 	return tea.KeyPressMsg{Code: r, Text: k}

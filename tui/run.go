@@ -46,6 +46,7 @@ type run struct {
 	chunks chunkStrip
 	curves curvesPane
 	log    logTail
+	cmp    cmpStats // peaks and traffic for the comparison bars
 }
 
 func newRun(info runner.RunInfo) *run {
@@ -95,6 +96,7 @@ func (r *run) Update(ev runner.Event) {
 	r.chunks.Update(ev)
 	r.curves.Update(ev)
 	r.log.Update(ev)
+	r.cmp.Update(ev)
 }
 
 func (r *run) finish(e runner.RunFinished) {

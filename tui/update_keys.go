@@ -36,6 +36,9 @@ func (m Model) onKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 func (m Model) onDashboardKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := m.keys
 	r := m.selected()
+	if m.compare && r != nil && m.onCompareKey(msg) {
+		return m, nil
+	}
 	switch {
 	case m.allFinished() && key.Matches(msg, k.Exit):
 		return m, tea.Quit
@@ -62,6 +65,39 @@ func (m Model) onDashboardKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.overlay = quitOverlay
 	}
 	return m, nil
+}
+
+// onCompareKey handles the comparison's own keys (they come before exit,
+// so that space toggles a run and esc leaves the comparison even once every
+// run has finished); it reports whether the key was one of them.
+func (m *Model) onCompareKey(msg tea.KeyPressMsg) bool {
+	k := m.keys
+	c := &m.cmp
+	switch {
+	case key.Matches(msg, k.Toggle):
+		id := m.runs[m.sel].info.ID
+		if c.hidden == nil {
+			c.hidden = map[string]bool{}
+		}
+		c.hidden[id] = !c.hidden[id]
+	case key.Matches(msg, k.ShowAll):
+		c.hidden = nil
+	case key.Matches(msg, k.EpochLeft):
+		c.epoch = max(cursorEpoch(m.runs, *c)-1, 1)
+	case key.Matches(msg, k.EpochRight):
+		if e := cursorEpoch(m.runs, *c) + 1; e < maxEpochs(m.runs, *c) {
+			c.epoch = e
+		} else {
+			c.epoch = 0 // the newest epoch, and it follows new ones
+		}
+	case key.Matches(msg, k.BarPage):
+		c.page = (c.page + barsPerRow(m.width())) % len(allBarGroups) // the next row of groups
+	case key.Matches(msg, k.Cancel):
+		m.compare = false
+	default:
+		return false
+	}
+	return true
 }
 
 // togglePause sends Pause or Resume; the status says PAUSED/RUNNING only

@@ -28,6 +28,14 @@ func (m Model) View() tea.View {
 	return v
 }
 
+// width is the terminal width (the default before the first WindowSizeMsg).
+func (m Model) width() int {
+	if m.w <= 0 {
+		return defaultW
+	}
+	return m.w
+}
+
 // render returns exactly h lines of w cells: header, body, notice, footer,
 // with any dialog drawn on top.
 func (m Model) render() string {
@@ -42,7 +50,7 @@ func (m Model) render() string {
 	lines := m.head.View(r, m.sel, len(m.runs), w, m.st)
 	bodyH := max(h-len(lines)-2, 0)
 	if m.compare {
-		lines = append(lines, compareView(m.runs, m.sel, w, bodyH, m.st)...)
+		lines = append(lines, compareView(m.runs, m.sel, m.cmp, w, bodyH, m.st)...)
 	} else {
 		lines = append(lines, dashboard(r, w, bodyH, m.st)...)
 	}

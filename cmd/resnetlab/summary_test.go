@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"resnetlab/runner"
+)
+
+// A grid that ends in the UI leaves, once the UI has quit, the table that
+// headless prints: the comparison of the runs' results, in grid order.
+func TestUIEndLeavesHeadlessTable(t *testing.T) {
+	spec, dir := quitSpec(t)
+	cl, out, errb := testCLI()
+	cl.isTTY = func() bool { return true }
+	cl.runSpec = runner.RunSpec
+	cl.tui = func(ctx context.Context, s *runner.Spec, cells []runner.Cell, ev <-chan runner.Event, cmds chan<- runner.Command) error {
+		left := len(cells)
+		for e := range ev { // the user watches every run finish, then quits
+			if _, ok := e.(runner.RunFinished); ok {
+				if left--; left == 0 {
+					return nil
+				}
+			}
+		}
+		return nil
+	}
+	code := runCLI(cl, "run", spec)
+	paths, _ := filepath.Glob(filepath.Join(dir, "results", "*.json"))
+	if len(paths) != 2 {
+		t.Fatalf("exit %d, results %v, stderr %s", code, paths, errb)
+	}
+	rs, err := runner.ReadResults(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs[0].Plugin != "torch_ddp" { // grid order: torch_ddp, then gemini
+		rs[0], rs[1] = rs[1], rs[0]
+	}
+	if want := "\n" + runner.CompareTable(rs); out.String() != want || code != exitOK {
+		t.Fatalf("exit %d, stdout\n%q\nwant\n%q\nstderr %s", code, out, want, errb)
+	}
+
+	// Headless prints the same table (its timing columns aside) after its lines.
+	hspec, _ := quitSpec(t)
+	hl, hout, herrb := testCLI()
+	hl.runSpec = runner.RunSpec
+	if code := runCLI(hl, "run", "--headless", hspec); code != exitOK {
+		t.Fatalf("headless: exit %d, stderr %s", code, herrb)
+	}
+	ui := strings.Split(strings.TrimPrefix(out.String(), "\n"), "\n")
+	hd := strings.Split(hout.String(), "\n")
+	at := len(hd) - len(ui)
+	if at < 1 || hd[at-1] != "" || hd[at] != ui[0] {
+		t.Fatalf("headless output does not end with the same table:\n%s\nUI:\n%s", hout, out)
+	}
+}
