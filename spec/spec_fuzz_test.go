@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import (
 	"errors"
@@ -21,7 +21,7 @@ func FuzzParseSpec(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		s, err := parseSpec("f.toml", src, noEnv)
+		s, err := ParseWithEnv("f.toml", src, noEnv)
 		if err != nil {
 			var se *SpecError
 			if !errors.As(err, &se) || s != nil {

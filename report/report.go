@@ -1,8 +1,9 @@
-package runner
+package report
 
 import (
 	"fmt"
 	"math"
+	"resnetlab/spec"
 	"sort"
 	"strings"
 )
@@ -138,7 +139,7 @@ func ReportBaseline(rows []ReportRow) int {
 			continue
 		}
 		score := 0
-		if r.Plugin == PluginTorchDDP {
+		if r.Plugin == spec.PluginTorchDDP {
 			score += 2
 		}
 		if r.Status == string(StatusDone) {
@@ -201,7 +202,7 @@ func markdownCells(r ReportRow, i, base int, rows []ReportRow) []string {
 	}
 	mem := "-"
 	if r.PeakDeviceBytes > 0 {
-		mem = FormatSize(r.PeakDeviceBytes)
+		mem = spec.FormatSize(r.PeakDeviceBytes)
 	}
 	return append(cells, formatWall(r.WallSeconds), secondsOrDash(r.MeanEpochSeconds), ips, mem,
 		orDash(r.Status))

@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import (
 	"fmt"
@@ -410,6 +410,15 @@ func contains(list []string, s string) bool {
 }
 
 // orList formats ["a","b","c"] as `"a", "b" or "c"`.
+// CheckDevice says what is wrong with device as a device value ("want
+// auto, cpu or cuda"), or nil when a spec accepts it.
+func CheckDevice(device string) error {
+	if !contains(devices, device) {
+		return fmt.Errorf("want %s", orList(devices))
+	}
+	return nil
+}
+
 func orList(list []string) string {
 	q := make([]string, len(list))
 	for i, s := range list {

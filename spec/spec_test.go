@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ func noEnv(string) string { return "" }
 
 func mustParse(t *testing.T, src string) *Spec {
 	t.Helper()
-	s, err := parseSpec("t.toml", []byte(src), noEnv)
+	s, err := ParseWithEnv("t.toml", []byte(src), noEnv)
 	if err != nil {
 		t.Fatalf("parse:\n%s\nerror: %v", src, err)
 	}
@@ -20,13 +20,13 @@ func mustParse(t *testing.T, src string) *Spec {
 
 func TestSpecDefaults(t *testing.T) {
 	s := mustParse(t, "# nothing set\n")
-	want := defaultSpec("t.toml", noEnv)
+	want := Defaults("t.toml", noEnv)
 	want.Synthetic.Seed = want.Seed
 	want.src = s.src
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", s, want)
 	}
-	// The reference recipe, spelled out independently of defaultSpec.
+	// The reference recipe, spelled out independently of Defaults.
 	if s.Name != "t" || s.Epochs != 80 || s.BatchSize != 100 || s.LR != 1e-3 ||
 		s.Gamma != 1.0/3 || !reflect.DeepEqual(s.Milestones, []int{20, 40, 60, 80}) ||
 		s.Interval != 5 || s.Checkpoint != "./checkpoint" || s.DataDir != "./data" ||
@@ -40,7 +40,7 @@ func TestSpecDefaults(t *testing.T) {
 		}
 		return ""
 	}
-	s2, err := parseSpec("t.toml", nil, env)
+	s2, err := ParseWithEnv("t.toml", nil, env)
 	if err != nil || s2.DataDir != "/datasets" {
 		t.Fatalf("DATA env: got %q, %v", s2.DataDir, err)
 	}
@@ -224,7 +224,7 @@ var specErrCases = []specErrCase{
 func TestSpecErrors(t *testing.T) {
 	for _, c := range specErrCases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := parseSpec("t.toml", []byte(c.src), noEnv)
+			_, err := ParseWithEnv("t.toml", []byte(c.src), noEnv)
 			if err == nil {
 				t.Fatalf("no error for:\n%s", c.src)
 			}
@@ -249,7 +249,7 @@ func TestSpecErrorsAllReportedInLineOrder(t *testing.T) {
 	src := "[gemini]\nplacement = \"x\"\n[grid]\ngpus = [0]\n[zero]\nstage = 9\n"
 	// The top-level key below sits before any table in the file.
 	src = "epochs = -1\n" + src
-	_, err := parseSpec("t.toml", []byte(src), noEnv)
+	_, err := ParseWithEnv("t.toml", []byte(src), noEnv)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -267,7 +267,7 @@ func TestSpecErrorsAllReportedInLineOrder(t *testing.T) {
 }
 
 func TestSpecTypeErrorHidesInnerKeys(t *testing.T) {
-	_, err := parseSpec("t.toml", []byte("epochs = { a = 1 }\n"), noEnv)
+	_, err := ParseWithEnv("t.toml", []byte("epochs = { a = 1 }\n"), noEnv)
 	if err == nil || strings.Count(err.Error(), "\n") != 0 || !strings.Contains(err.Error(), "a table") {
 		t.Fatalf("want exactly one wrong-type error, got %v", err)
 	}

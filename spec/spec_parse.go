@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import (
 	"errors"
@@ -38,10 +38,12 @@ func LoadSpec(path string) (*Spec, error) {
 // error messages and for the default spec name. The error, when not nil,
 // lists every problem found, one "FILE:LINE: key `x`: ..." per line.
 func ParseSpec(name string, src []byte) (*Spec, error) {
-	return parseSpec(name, src, os.Getenv)
+	return ParseWithEnv(name, src, os.Getenv)
 }
 
-func parseSpec(name string, src []byte, getenv func(string) string) (*Spec, error) {
+// ParseWithEnv is ParseSpec with getenv in place of os.Getenv (tests pass
+// one that sees no environment).
+func ParseWithEnv(name string, src []byte, getenv func(string) string) (*Spec, error) {
 	if err := checkSpecDepth(name, src); err != nil {
 		return nil, err
 	}
@@ -51,7 +53,7 @@ func parseSpec(name string, src []byte, getenv func(string) string) (*Spec, erro
 		return nil, syntaxError(name, err)
 	}
 	d := &decoder{file: name, md: md, idx: indexLines(string(src)), bad: map[string]bool{}}
-	s := defaultSpec(name, getenv)
+	s := Defaults(name, getenv)
 	d.topLevel(&raw, s)
 	d.synthetic(raw.Synthetic, s)
 	d.grid(raw.Grid, s)
@@ -84,15 +86,18 @@ func syntaxError(file string, err error) error {
 	return &SpecError{File: file, Line: 1, Msg: "cannot decode TOML: " + err.Error()}
 }
 
+// MaxEpochs, maxRanks and MaxImages bound what a spec may ask for, so no
+// value can ask for an allocation the input cannot justify; checkpoint and
+// import readers apply the same bounds.
 const (
-	maxEpochs = 100000
+	MaxEpochs = 100000
 	maxRanks  = 1024
-	maxImages = 10000000
+	MaxImages = 10000000
 )
 
 func (d *decoder) topLevel(r *rawSpec, s *Spec) {
 	d.stringVal("name", r.Name, &s.Name, "a string", nil)
-	d.intVal("epochs", r.Epochs, &s.Epochs, intRange(1, maxEpochs))
+	d.intVal("epochs", r.Epochs, &s.Epochs, intRange(1, MaxEpochs))
 	d.intVal("batch_size", r.BatchSize, &s.BatchSize, intRange(1, 1<<20))
 	d.stringVal("dataset", r.Dataset, &s.Dataset, "a string", datasets)
 	d.stringVal("data_dir", r.DataDir, &s.DataDir, "a directory path", nil)
@@ -101,13 +106,13 @@ func (d *decoder) topLevel(r *rawSpec, s *Spec) {
 	d.intVal("width", r.Width, &s.Width, intRange(1, model.MaxWidth))
 	d.int64Val("seed", r.Seed, &s.Seed, intRange(math.MinInt64, math.MaxInt64))
 	d.floatVal("lr", r.LR, &s.LR, floatRange(0, 10, true, false))
-	d.intList("milestones", r.Milestones, &s.Milestones, intRange(1, maxEpochs))
+	d.intList("milestones", r.Milestones, &s.Milestones, intRange(1, MaxEpochs))
 	d.floatVal("gamma", r.Gamma, &s.Gamma, floatRange(0, 1, true, false))
 	d.stringVal("checkpoint", r.Checkpoint, &s.Checkpoint, "a directory path", nil)
-	d.intVal("interval", r.Interval, &s.Interval, intRange(0, maxEpochs))
-	d.intVal("resume", r.Resume, &s.Resume, intRange(0, maxEpochs))
+	d.intVal("interval", r.Interval, &s.Interval, intRange(0, MaxEpochs))
+	d.intVal("resume", r.Resume, &s.Resume, intRange(0, MaxEpochs))
 	d.floatVal("target_acc", r.TargetAcc, &s.TargetAcc, floatRange(0, 1, false, false))
-	d.intVal("eval_every", r.EvalEvery, &s.EvalEvery, intRange(0, maxEpochs))
+	d.intVal("eval_every", r.EvalEvery, &s.EvalEvery, intRange(0, MaxEpochs))
 	d.stringVal("results_dir", r.ResultsDir, &s.ResultsDir, "a directory path", nil)
 	d.stringVal("device", r.Device, &s.Device, "a string", devices)
 	d.boolVal("concurrent", r.Concurrent, &s.Concurrent)
@@ -136,8 +141,8 @@ func (d *decoder) synthetic(p toml.Primitive, s *Spec) {
 	var r rawSynthetic
 	seedSet := false
 	if d.table("synthetic", p, &r) {
-		d.intVal("synthetic.train", r.Train, &s.Synthetic.Train, intRange(1, maxImages))
-		d.intVal("synthetic.test", r.Test, &s.Synthetic.Test, intRange(1, maxImages))
+		d.intVal("synthetic.train", r.Train, &s.Synthetic.Train, intRange(1, MaxImages))
+		d.intVal("synthetic.test", r.Test, &s.Synthetic.Test, intRange(1, MaxImages))
 		seedSet = d.int64Val("synthetic.seed", r.Seed, &s.Synthetic.Seed,
 			intRange(math.MinInt64, math.MaxInt64))
 	}
