@@ -14,7 +14,7 @@ func TestEverySpecValidates(t *testing.T) {
 		t.Fatalf("found %v (%v)", files, err)
 	}
 	for _, f := range files {
-		s, err := spec.LoadSpec(f)
+		s, err := spec.Load(f)
 		if err != nil {
 			t.Errorf("%v", err)
 			continue
@@ -47,7 +47,7 @@ func cellKeys(cells []spec.Cell) []string {
 var referenceRuns = []string{"torch_ddp-fp32-1", "torch_ddp-fp16-1", "low_level_zero-fp16-1", "gemini-fp16-1"}
 
 func TestZeroIsTheReference(t *testing.T) {
-	s, err := spec.LoadSpec("zero.toml")
+	s, err := spec.Load("zero.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestZeroIsTheReference(t *testing.T) {
 }
 
 func TestFmnistAndSmoke(t *testing.T) {
-	f, err := spec.LoadSpec("fmnist.toml")
+	f, err := spec.Load("fmnist.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestFmnistAndSmoke(t *testing.T) {
 	if f.Dataset != "fashion-mnist" || f.Epochs != 12 || !reflect.DeepEqual(cellKeys(cells), referenceRuns) {
 		t.Fatalf("fmnist.toml: %+v %v", f, cellKeys(cells))
 	}
-	s, err := spec.LoadSpec("smoke.toml")
+	s, err := spec.Load("smoke.toml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,10 +27,10 @@ var ReferenceCIFAR10 = []struct {
 const referenceEpochs = 80
 
 // ReferenceRows are ReferenceCIFAR10 as report rows.
-func ReferenceRows() []ReportRow {
-	var rows []ReportRow
+func ReferenceRows() []Row {
+	var rows []Row
 	for _, r := range ReferenceCIFAR10 {
-		rows = append(rows, ReportRow{
+		rows = append(rows, Row{
 			Label: "reference: " + r.Column, Source: SourceReference, Plugin: r.Plugin,
 			Precision: r.Precision, Dataset: "cifar10", WorldSize: r.Ranks, EpochsDone: referenceEpochs,
 			HasFinal: true, FinalAcc: r.Acc, Status: "published",

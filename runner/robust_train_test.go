@@ -81,9 +81,9 @@ func TestSpecCombinationsRefused(t *testing.T) {
 				t.Errorf("%s: error %q lacks %q", c.name, err, f)
 			}
 		}
-		var se *spec.SpecError
+		var se *spec.Error
 		if c.name == "shared dir" && !errors.As(err, &se) {
-			t.Errorf("%s: not a *SpecError: %v", c.name, err)
+			t.Errorf("%s: not a *spec.Error: %v", c.name, err)
 		}
 		if c.name != "shared dir" && len(rejected) == 0 {
 			t.Errorf("%s: no rejection says why", c.name)

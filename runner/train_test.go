@@ -33,7 +33,7 @@ train = 120
 test = 50
 seed = 3
 `, filepath.Join(dir, "ckpt-{plugin}-{precision}-{gpus}"), filepath.Join(dir, "results"), extra)
-	s, err := spec.ParseSpec(filepath.Join(dir, "tiny.toml"), []byte(src))
+	s, err := spec.Parse(filepath.Join(dir, "tiny.toml"), []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,12 +96,12 @@ type decoder struct {
 	file string
 	md   toml.MetaData
 	idx  lineIndex
-	errs []*SpecError
+	errs []*Error
 	bad  map[string]bool // paths whose value had the wrong type
 }
 
 func (d *decoder) errf(path, format string, args ...any) {
-	d.errs = append(d.errs, &SpecError{File: d.file, Line: d.idx.line(path),
+	d.errs = append(d.errs, &Error{File: d.file, Line: d.idx.line(path),
 		Key: path, Msg: fmt.Sprintf(format, args...)})
 }
 

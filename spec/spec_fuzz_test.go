@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzParseSpec: any input either parses into a spec whose grid expands,
-// or fails with *SpecError values; it never panics.
+// or fails with *Error values; it never panics.
 func FuzzParseSpec(f *testing.F) {
 	for _, c := range specErrCases {
 		f.Add([]byte(c.src))
@@ -23,9 +23,9 @@ func FuzzParseSpec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src []byte) {
 		s, err := ParseWithEnv("f.toml", src, noEnv)
 		if err != nil {
-			var se *SpecError
+			var se *Error
 			if !errors.As(err, &se) || s != nil {
-				t.Fatalf("error %v is not a *SpecError (spec %v)", err, s)
+				t.Fatalf("error %v is not a *Error (spec %v)", err, s)
 			}
 			return
 		}

@@ -18,8 +18,8 @@ import (
 // decoder's memory grows faster than the input.
 const maxSpecBytes = 4 << 20
 
-// LoadSpec reads and validates the spec file at path.
-func LoadSpec(path string) (*Spec, error) {
+// Load reads and validates the spec file at path.
+func Load(path string) (*Spec, error) {
 	src, err := fsutil.ReadFile(path, maxSpecBytes)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -31,17 +31,17 @@ func LoadSpec(path string) (*Spec, error) {
 		}
 		return nil, fmt.Errorf("spec %s: %w", path, err)
 	}
-	return ParseSpec(path, src)
+	return Parse(path, src)
 }
 
-// ParseSpec parses and validates spec source; name is the file name used in
+// Parse parses and validates spec source; name is the file name used in
 // error messages and for the default spec name. The error, when not nil,
 // lists every problem found, one "FILE:LINE: key `x`: ..." per line.
-func ParseSpec(name string, src []byte) (*Spec, error) {
+func Parse(name string, src []byte) (*Spec, error) {
 	return ParseWithEnv(name, src, os.Getenv)
 }
 
-// ParseWithEnv is ParseSpec with getenv in place of os.Getenv (tests pass
+// ParseWithEnv is Parse with getenv in place of os.Getenv (tests pass
 // one that sees no environment).
 func ParseWithEnv(name string, src []byte, getenv func(string) string) (*Spec, error) {
 	if err := checkSpecDepth(name, src); err != nil {
@@ -76,14 +76,14 @@ func ParseWithEnv(name string, src []byte, getenv func(string) string) (*Spec, e
 func syntaxError(file string, err error) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		e := &SpecError{File: file, Line: pe.Position.Line, Key: pe.LastKey,
+		e := &Error{File: file, Line: pe.Position.Line, Key: pe.LastKey,
 			Msg: "TOML syntax error: " + pe.Message}
 		if e.Line < 1 {
 			e.Line = 1
 		}
 		return e
 	}
-	return &SpecError{File: file, Line: 1, Msg: "cannot decode TOML: " + err.Error()}
+	return &Error{File: file, Line: 1, Msg: "cannot decode TOML: " + err.Error()}
 }
 
 // MaxEpochs, maxRanks and MaxImages bound what a spec may ask for, so no

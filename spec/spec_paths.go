@@ -52,7 +52,7 @@ func (s *Spec) checkPathLengths(cells []Cell) error {
 }
 
 func (s *Spec) pathError(key, msg string) error {
-	return &SpecError{File: s.File, Line: s.src.line(key), Key: key, Msg: msg}
+	return &Error{File: s.File, Line: s.src.line(key), Key: key, Msg: msg}
 }
 
 // longComponent returns the first component of p over maxNameBytes, or "".
@@ -73,10 +73,10 @@ func shorten(s string) string {
 	return s[:20] + "..." + s[len(s)-16:]
 }
 
-// KeyError is a SpecError about key, on the line of the spec file that
+// KeyError is a Error about key, on the line of the spec file that
 // sets it (else of its enclosing table, else line 1).
 func (s *Spec) KeyError(key, msg string) error {
-	return &SpecError{File: s.File, Line: s.src.line(key), Key: key, Msg: msg}
+	return &Error{File: s.File, Line: s.src.line(key), Key: key, Msg: msg}
 }
 
 // SetDataDir makes dir the data directory, named by the user: the data is

@@ -237,9 +237,9 @@ func TestSpecErrors(t *testing.T) {
 			if !found {
 				t.Fatalf("error\n%v\nhas no line starting %q containing %q", err, c.prefix, c.frag)
 			}
-			var se *SpecError
+			var se *Error
 			if !errors.As(err, &se) || se.File != "t.toml" {
-				t.Fatalf("error is not a *SpecError naming the file: %#v", err)
+				t.Fatalf("error is not a *Error naming the file: %#v", err)
 			}
 		})
 	}
@@ -336,7 +336,7 @@ k=1
 // and comments do not count, and real specs pass.
 func TestParseSpecNestingDepth(t *testing.T) {
 	deep := "epochs = 2\nx = " + strings.Repeat("[", 50000) + strings.Repeat("]", 50000) + "\n"
-	_, err := ParseSpec("deep.toml", []byte(deep))
+	_, err := Parse("deep.toml", []byte(deep))
 	if err == nil || !strings.Contains(err.Error(), "deep.toml:2:") || !strings.Contains(err.Error(), "nested more than") {
 		t.Fatalf("50000 levels: %v, want deep.toml:2: nested more than ...", err)
 	}
@@ -351,11 +351,11 @@ func TestParseSpecNestingDepth(t *testing.T) {
 
 // A data_dir in the spec confines the data search to it.
 func TestParseSpecDataDirSet(t *testing.T) {
-	s, err := ParseSpec("a.toml", []byte("data_dir = \"/d\"\n"))
+	s, err := Parse("a.toml", []byte("data_dir = \"/d\"\n"))
 	if err != nil || !s.dataDirSet {
 		t.Fatalf("data_dir set: %v %v", s, err)
 	}
-	if s, err = ParseSpec("b.toml", []byte("epochs = 2\n")); err != nil || s.dataDirSet {
+	if s, err = Parse("b.toml", []byte("epochs = 2\n")); err != nil || s.dataDirSet {
 		t.Fatalf("no data_dir: %v %v", s, err)
 	}
 }

@@ -79,7 +79,7 @@ func checkEvalArgs(o *runner.EvalOptions, pos []string) string {
 // and the data set (the one the checkpoint names).
 func (c *cli) completeEval(o *runner.EvalOptions, specPath string) error {
 	if specPath != "" {
-		sp, err := spec.LoadSpec(specPath)
+		sp, err := spec.Load(specPath)
 		if err != nil {
 			return err
 		}

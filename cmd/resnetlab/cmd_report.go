@@ -71,7 +71,7 @@ func (c *cli) cmdReport(ctx context.Context, args []string) int {
 
 // reportRows reads every input. All bad result files are named at once
 // (ReadResults joins their errors); peer logs stop at the first bad one.
-func reportRows(args, peerPaths []string, peerData string, reference bool) ([]report.ReportRow, error) {
+func reportRows(args, peerPaths []string, peerData string, reference bool) ([]report.Row, error) {
 	var results []*report.Result
 	if len(args) > 0 {
 		files, err := expandDirs(args)
@@ -93,19 +93,19 @@ func reportRows(args, peerPaths []string, peerData string, reference bool) ([]re
 		}
 		peers = append(peers, p)
 	}
-	return report.BuildReport(results, peers, reference), nil
+	return report.Build(results, peers, reference), nil
 }
 
 // writeReport renders everything before writing anything, so a failed
 // plot leaves no half-updated report.
-func writeReport(c *cli, rows []report.ReportRow, out, plot string) error {
+func writeReport(c *cli, rows []report.Row, out, plot string) error {
 	var png bytes.Buffer
 	if plot != "" {
 		if err := report.PlotAccuracy(&png, rows, report.DefaultPlotWidth, report.DefaultPlotHeight); err != nil {
 			return err
 		}
 	}
-	md := report.ReportMarkdown(rows)
+	md := report.Markdown(rows)
 	if out == "" {
 		fmt.Fprint(c.stdout, md)
 	} else if err := writeReportFile(out, []byte(md)); err != nil {

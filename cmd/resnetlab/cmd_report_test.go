@@ -55,7 +55,7 @@ func TestReportCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Dataset = "cifar10"
-	want := report.ReportMarkdown(report.BuildReport(rs, []*report.PeerLog{p}, true))
+	want := report.Markdown(report.Build(rs, []*report.PeerLog{p}, true))
 	if got, _ := os.ReadFile(md); string(got) != want {
 		t.Fatalf("report file\n%s\nwant\n%s", got, want)
 	}
@@ -77,7 +77,7 @@ func TestReportCommand(t *testing.T) {
 	c, out, errb = testCLI()
 	files := []string{report.ResultPath(filepath.Join(dir, "results"), rs[0]), report.ResultPath(filepath.Join(dir, "results"), rs[1])}
 	if code := runCLI(c, append([]string{"report"}, files...)...); code != exitOK ||
-		out.String() != report.ReportMarkdown(report.BuildReport(rs, nil, false)) {
+		out.String() != report.Markdown(report.Build(rs, nil, false)) {
 		t.Fatalf("stdout report: code %d\n%s\nstderr %s", code, out, errb)
 	}
 }

@@ -24,7 +24,7 @@ func (c *cli) cmdRun(ctx context.Context, args []string) int {
 	if len(pos) != 1 {
 		return c.usageError("run", fmt.Sprintf("want one spec file, got %d arguments", len(pos)))
 	}
-	sp, err := spec.LoadSpec(pos[0])
+	sp, err := spec.Load(pos[0])
 	if err != nil {
 		fmt.Fprintln(c.stderr, err)
 		return exitFailed

@@ -8,7 +8,7 @@ import (
 )
 
 func TestTUIOptions(t *testing.T) {
-	sp, err := spec.ParseSpec("x.toml", []byte("name = \"x\"\ncheckpoint = \"ck/{plugin}\"\n[grid]\nplugin = [\"torch_ddp\", \"gemini\"]\n"))
+	sp, err := spec.Parse("x.toml", []byte("name = \"x\"\ncheckpoint = \"ck/{plugin}\"\n[grid]\nplugin = [\"torch_ddp\", \"gemini\"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
