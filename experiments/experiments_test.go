@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 func TestEverySpecValidates(t *testing.T) {
@@ -14,7 +14,7 @@ func TestEverySpecValidates(t *testing.T) {
 		t.Fatalf("found %v (%v)", files, err)
 	}
 	for _, f := range files {
-		s, err := runner.LoadSpec(f)
+		s, err := spec.Load(f)
 		if err != nil {
 			t.Errorf("%v", err)
 			continue
@@ -35,7 +35,7 @@ func TestEverySpecValidates(t *testing.T) {
 	}
 }
 
-func cellKeys(cells []runner.Cell) []string {
+func cellKeys(cells []spec.Cell) []string {
 	var out []string
 	for _, c := range cells {
 		out = append(out, c.ID)
@@ -47,7 +47,7 @@ func cellKeys(cells []runner.Cell) []string {
 var referenceRuns = []string{"torch_ddp-fp32-1", "torch_ddp-fp16-1", "low_level_zero-fp16-1", "gemini-fp16-1"}
 
 func TestZeroIsTheReference(t *testing.T) {
-	s, err := runner.LoadSpec("zero.toml")
+	s, err := spec.Load("zero.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestZeroIsTheReference(t *testing.T) {
 	if got := cellKeys(cells); !reflect.DeepEqual(got, referenceRuns) {
 		t.Fatalf("runs %v, want %v", got, referenceRuns)
 	}
-	for _, p := range []string{runner.PluginLowLevelZero, runner.PluginGemini} {
+	for _, p := range []string{spec.PluginLowLevelZero, spec.PluginGemini} {
 		if s.LossScale(p).InitialScale != 32 {
 			t.Errorf("%s must start its loss scale at 2^5 like the example", p)
 		}
@@ -68,7 +68,7 @@ func TestZeroIsTheReference(t *testing.T) {
 }
 
 func TestFmnistAndSmoke(t *testing.T) {
-	f, err := runner.LoadSpec("fmnist.toml")
+	f, err := spec.Load("fmnist.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestFmnistAndSmoke(t *testing.T) {
 	if f.Dataset != "fashion-mnist" || f.Epochs != 12 || !reflect.DeepEqual(cellKeys(cells), referenceRuns) {
 		t.Fatalf("fmnist.toml: %+v %v", f, cellKeys(cells))
 	}
-	s, err := runner.LoadSpec("smoke.toml")
+	s, err := spec.Load("smoke.toml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"os"
+	"resnetlab/spec"
 	"slices"
 	"strings"
 	"testing"
@@ -93,7 +94,7 @@ func TestMidEpochCheckpointSurvivesTheEpochEnd(t *testing.T) {
 // checkpointMidEpoch runs s, pausing after the first step to take a c
 // checkpoint, then lets it finish. It returns the events, the checkpoint
 // saved and its model file's SHA-256 at that moment.
-func checkpointMidEpoch(t *testing.T, s *Spec, id string) ([]Event, CheckpointRef, [32]byte) {
+func checkpointMidEpoch(t *testing.T, s *spec.Spec, id string) ([]Event, CheckpointRef, [32]byte) {
 	t.Helper()
 	events, cmds := make(chan Event), make(chan Command, 4)
 	var got []Event

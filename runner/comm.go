@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"resnetlab/spec"
 	"strings"
 
 	"resnetlab/comm"
@@ -16,9 +17,6 @@ const (
 	commNCCL   = "nccl"        // GPU ranks, one per GPU: NCCL behind a host agreement check
 )
 
-// gpuOnlyComm reports whether comm is a value only GPU ranks can use.
-func gpuOnlyComm(comm string) bool { return comm == "device" || comm == "nccl" }
-
 // planComm resolves the spec's comm key for this run's backends (a kind
 // already set stays: tests pick one the spec could not).
 func (j *job) planComm() (string, error) {
@@ -27,7 +25,7 @@ func (j *job) planComm() (string, error) {
 	}
 	want := j.spec.Comm
 	if j.plan.Kind == "cpu" {
-		if gpuOnlyComm(want) {
+		if spec.GPUOnlyComm(want) {
 			why := "device = \"cpu\""
 			if j.plan.Notice != "" { // why the CPU, without the cores line
 				why, _, _ = strings.Cut(j.plan.Notice, "; ")
@@ -55,7 +53,7 @@ func (j *job) planComm() (string, error) {
 }
 
 func (j *job) commError(msg string) error {
-	return &SpecError{File: j.spec.File, Line: j.spec.src.line("comm"), Key: "comm", Msg: msg}
+	return j.spec.KeyError("comm", msg)
 }
 
 // startComm prepares what the ranks' communicators share: for NCCL, one

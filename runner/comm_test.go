@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"resnetlab/spec"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func TestRunLogsComm(t *testing.T) {
 // on: the same path GPU runs take. Gemini and ZeRO-2 over it give the
 // host comm's states bit for bit with 2 ranks.
 func TestDeviceCommWiring(t *testing.T) {
-	for _, plugin := range []string{PluginLowLevelZero, PluginGemini} {
+	for _, plugin := range []string{spec.PluginLowLevelZero, spec.PluginGemini} {
 		extra := "[[run]]\nplugin = \"" + plugin + "\"\ngpus = 2\n[zero]\nstage = 2"
 		var states []*engine.State
 		for _, kind := range []string{commHost, commDevice} {
@@ -117,4 +118,16 @@ func TestDeviceCommWiring(t *testing.T) {
 			}
 		}
 	}
+}
+
+func noEnv(string) string { return "" }
+
+// mustParse parses a test spec with no environment (DATA unset).
+func mustParse(t *testing.T, src string) *spec.Spec {
+	t.Helper()
+	s, err := spec.ParseWithEnv("t.toml", []byte(src), noEnv)
+	if err != nil {
+		t.Fatalf("parse:\n%s\nerror: %v", src, err)
+	}
+	return s
 }

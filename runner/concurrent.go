@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"resnetlab/device"
+	"resnetlab/spec"
 	"runtime"
 )
 
@@ -42,7 +43,7 @@ type gridPlan struct {
 }
 
 // planGrid applies the rule above to the spec's runs on this machine.
-func planGrid(s *Spec, cells []Cell) gridPlan {
+func planGrid(s *spec.Spec, cells []spec.Cell) gridPlan {
 	if !s.Concurrent || len(cells) < 2 {
 		return planGridOn(s, cells, "", 0)
 	}
@@ -59,7 +60,7 @@ func planGrid(s *Spec, cells []Cell) gridPlan {
 
 // planGridOn is planGrid for a known backend kind ("cpu", "cuda" or "" for
 // none) with n GPUs.
-func planGridOn(s *Spec, cells []Cell, kind string, n int) gridPlan {
+func planGridOn(s *spec.Spec, cells []spec.Cell, kind string, n int) gridPlan {
 	p := gridPlan{slots: 1, places: make([]placement, len(cells)), level: LevelInfo}
 	if !s.Concurrent || len(cells) < 2 || kind == "" {
 		return p

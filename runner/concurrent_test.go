@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/signal"
 	"resnetlab/device"
+	"resnetlab/report"
+	"resnetlab/spec"
 	"runtime"
 	"strings"
 	"syscall"
@@ -27,7 +29,7 @@ const runA, runB = "torch_ddp-fp32-1", "low_level_zero-fp16-2"
 
 // driveGrid runs s with RunSpec and hands every event to react, which may
 // send commands; it fails the test when the grid does not end in time.
-func driveGrid(t *testing.T, ctx context.Context, s *Spec, opts RunOptions,
+func driveGrid(t *testing.T, ctx context.Context, s *spec.Spec, opts RunOptions,
 	react func(e Event, cmds chan<- Command)) ([]Event, error) {
 	t.Helper()
 	events := make(chan Event) // unbuffered: react sees each event before the run goes on
@@ -56,9 +58,9 @@ func driveGrid(t *testing.T, ctx context.Context, s *Spec, opts RunOptions,
 	return got, err
 }
 
-func resultsByRun(t *testing.T, evs []Event) map[string]*Result {
+func resultsByRun(t *testing.T, evs []Event) map[string]*report.Result {
 	t.Helper()
-	m := map[string]*Result{}
+	m := map[string]*report.Result{}
 	for _, r := range finished(t, evs) {
 		m[r.Run] = r
 	}
@@ -120,7 +122,7 @@ func TestConcurrentMatchesSequentialAndOverlaps(t *testing.T) {
 				t.Fatalf("%s epoch %d: %+v concurrently, %+v sequentially", id, e.Epoch, e, w.EpochResults[i])
 			}
 		}
-		if _, err := os.Stat(ResultPath(con.ResultsDir, g)); err != nil {
+		if _, err := os.Stat(report.ResultPath(con.ResultsDir, g)); err != nil {
 			t.Fatalf("result file of %s: %v", id, err)
 		}
 	}
@@ -159,12 +161,12 @@ func TestConcurrentFailingRunDoesNotStopTheOther(t *testing.T) {
 	if rs[runB] == nil || rs[runB].Status != "failed" {
 		t.Fatalf("%s: %+v, want failed", runB, rs[runB])
 	}
-	b, err := os.ReadFile(ResultPath(s.ResultsDir, rs[runA]))
+	b, err := os.ReadFile(report.ResultPath(s.ResultsDir, rs[runA]))
 	if err != nil || !strings.Contains(string(b), `"status": "done"`) {
 		t.Fatalf("result file of %s: %v\n%s", runA, err, b)
 	}
 	// B failed before its first step: reported, not recorded over the past.
-	if _, err := os.Stat(ResultPath(s.ResultsDir, rs[runB])); !os.IsNotExist(err) {
+	if _, err := os.Stat(report.ResultPath(s.ResultsDir, rs[runB])); !os.IsNotExist(err) {
 		t.Fatalf("%s failed before training, yet has a result file (%v)", runB, err)
 	}
 }
@@ -205,7 +207,7 @@ func TestConcurrentCtrlCInterruptsEveryRun(t *testing.T) {
 		}
 	}
 	// resnetlab compare tells them from failed runs too.
-	if table := CompareTable([]*Result{rs[runA], rs[runB]}); strings.Count(table, "interrupted  ") != 0 ||
+	if table := report.CompareTable([]*report.Result{rs[runA], rs[runB]}); strings.Count(table, "interrupted  ") != 0 ||
 		strings.Count(table, " interrupted\n") != 2 || strings.Contains(table, "failed") {
 		t.Fatalf("compare table:\n%s", table)
 	}
@@ -267,7 +269,7 @@ func TestResumeFromReopensFinishedRun(t *testing.T) {
 	if r.Status != "done" || r.ModelSHA256 != want || len(r.EpochResults) != 2 {
 		t.Fatalf("re-opened run: %+v, want done with model %s", r, want)
 	}
-	b, err := os.ReadFile(ResultPath(s.ResultsDir, r))
+	b, err := os.ReadFile(report.ResultPath(s.ResultsDir, r))
 	if err != nil || !strings.Contains(string(b), `"status": "done"`) || !strings.Contains(string(b), want) {
 		t.Fatalf("result file not replaced: %v\n%s", err, b)
 	}

@@ -1,19 +1,19 @@
-// Package runner turns a spec into trained runs: it parses and validates the
-// TOML spec language and expands its grid into runs (spec*.go, grid.go),
-// plans where each run's ranks compute (backend.go, concurrent.go), drives
-// each run's lifecycle — data, model, plugin, the epoch loop, evaluation,
-// pause, checkpoint-now, stop, resume (run.go, schedule.go, train.go,
-// epoch.go) — and writes what a run leaves behind: checkpoints (the
-// versioned, checksummed container in checkpoint*.go), result files
-// (results*.go), reports and plots (report*.go, plot*.go), exports and
-// imports (interop.go). It also measures steps (bench.go) and scores saved
-// models (evalcmd.go).
+// Package runner turns a spec into trained runs: it plans where each run's
+// ranks compute (backend.go, concurrent.go), drives each run's lifecycle —
+// data, model, plugin, the epoch loop, evaluation, pause, checkpoint-now,
+// stop, resume (run.go, schedule.go, train.go, epoch.go) — and writes what a
+// run leaves behind: checkpoints (the versioned, checksummed container in
+// checkpoint*.go, with the per-epoch history in history.go) and result files
+// (through report.WriteResult), exports and imports (interop.go). It also
+// measures steps (bench.go) and scores saved models (evalcmd.go). The spec
+// language and grid expansion are package spec; result files, reports and
+// plots are package report.
 //
 // The front ends talk to it only through RunSpec's channels: Event values
 // out (events.go), Command values in. Nothing here knows about terminals.
 //
 // Imports: runner imports the plugins (engine, gemini), comm, device (to
 // open backends: never kernels/cpu or kernels/cuda directly), model,
-// model/torchfmt, data, fsutil, kernels and BurntSushi/toml; never tui or
-// cmd.
+// model/torchfmt, data, fsutil, kernels, spec and report;
+// never tui or cmd.
 package runner

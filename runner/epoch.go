@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"resnetlab/report"
 	"time"
 )
 
@@ -68,7 +69,7 @@ func (j *job) endEpoch() error {
 		acc, r.FinalTestAcc, r.PerClassAcc = a, a, perClass
 		r.BestTestAcc = max(r.BestTestAcc, a)
 	}
-	er := EpochResult{Epoch: e, TestAcc: acc, Seconds: j.epochTime.Seconds()}
+	er := report.EpochResult{Epoch: e, TestAcc: acc, Seconds: j.epochTime.Seconds()}
 	if j.epochSteps > 0 {
 		er.Loss = j.epochLoss / float64(j.epochSteps)
 	}
@@ -123,21 +124,21 @@ func (j *job) finish(runErr error) error {
 	}
 	switch {
 	case errors.Is(runErr, errStopped):
-		r.Status = StatusStopped
+		r.Status = report.StatusStopped
 		return nil
 	case errors.Is(runErr, context.Canceled), errors.Is(runErr, context.DeadlineExceeded):
 		// Ctrl-C: signal.NotifyContext's cause is a context.Canceled too.
-		r.Status, r.Error = StatusInterrupted, runErr.Error()
+		r.Status, r.Error = report.StatusInterrupted, runErr.Error()
 		return runErr
 	case runErr != nil:
-		r.Status, r.Error = StatusFailed, runErr.Error()
+		r.Status, r.Error = report.StatusFailed, runErr.Error()
 		return runErr
 	}
-	r.Status = StatusDone
+	r.Status = report.StatusDone
 	if t := j.spec.TargetAcc; t > 0 && r.FinalTestAcc < t {
 		err := fmt.Errorf("final test accuracy %.2f%% is below target_acc %.2f%% (%s)",
 			100*r.FinalTestAcc, 100*t, j.spec.File)
-		r.Status, r.Error = StatusFailed, err.Error()
+		r.Status, r.Error = report.StatusFailed, err.Error()
 		return err
 	}
 	return nil

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"resnetlab/spec"
 
 	"resnetlab/data"
 	"resnetlab/device"
@@ -38,7 +39,7 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 	}
 	s := opts.Spec
 	if s == nil {
-		s = defaultSpec(path, func(string) string { return "" })
+		s = spec.Defaults(path, func(string) string { return "" })
 		s.Dataset, s.InChannels = dataset, cfg.InChannels
 		s.DataDir = data.Root()
 		if v, err := MetaInt(meta, "synthetic_test"); err == nil {
@@ -53,7 +54,7 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 		}
 	}
 	if opts.DataDir != "" {
-		s.DataDir, s.dataDirSet = opts.DataDir, true // named by the user: search only there
+		s.SetDataDir(opts.DataDir) // named by the user: search only there
 	}
 	s.Dataset = dataset
 	_, test, err := loadData(s)

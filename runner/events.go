@@ -1,5 +1,6 @@
 package runner
 
+import "resnetlab/report"
 import "time"
 
 // The runner talks to its front ends (the TUI, headless mode, tests) only
@@ -136,7 +137,7 @@ const (
 // missed target_acc finishes with an error saying so.
 type RunFinished struct {
 	Run    string
-	Result *Result
+	Result *report.Result
 	Err    error
 }
 
@@ -196,52 +197,6 @@ func (Stop) isCommand()          {}
 func (ResumeFrom) isCommand()    {}
 func (Quit) isCommand()          {}
 func (To) isCommand()            {}
-
-// Status is how a run ended, as its result file records it.
-type Status string
-
-// Run statuses.
-const (
-	StatusDone        Status = "done"        // trained every epoch (and reached target_acc, when set)
-	StatusFailed      Status = "failed"      // an error stopped it, or it missed target_acc
-	StatusStopped     Status = "stopped"     // the user stopped it
-	StatusInterrupted Status = "interrupted" // Ctrl-C or SIGTERM: not the run's fault, resumable
-)
-
-// EpochResult is one epoch's line in results/<run>.json.
-type EpochResult struct {
-	Epoch   int     `json:"epoch"`
-	Loss    float64 `json:"loss"`
-	TestAcc float64 `json:"test_acc"`
-	Seconds float64 `json:"seconds"`
-}
-
-// Result is what results/<run>.json holds.
-type Result struct {
-	Run             string        `json:"run"`
-	Spec            string        `json:"spec"`
-	Plugin          string        `json:"plugin"`
-	Precision       string        `json:"precision"`
-	WorldSize       int           `json:"world_size"`
-	Dataset         string        `json:"dataset"`
-	Backend         string        `json:"backend"`
-	Devices         []string      `json:"devices"`
-	Comm            string        `json:"comm,omitempty"` // host, host-staged, device or nccl
-	Width           int           `json:"width"`
-	BatchSize       int           `json:"batch_size"`
-	Epochs          int           `json:"epochs"`
-	EpochResults    []EpochResult `json:"per_epoch"`
-	FinalTestAcc    float64       `json:"final_test_acc"`
-	BestTestAcc     float64       `json:"best_test_acc"`
-	PerClassAcc     []float64     `json:"per_class_acc"`
-	TrainSeconds    float64       `json:"train_seconds"`
-	ImagesPerSecond float64       `json:"images_per_second"`
-	PeakDeviceBytes []int64       `json:"peak_device_bytes_per_rank"`
-	PeakHostBytes   []int64       `json:"peak_host_bytes_per_rank"`
-	ModelSHA256     string        `json:"model_sha256"`
-	Status          Status        `json:"status"`
-	Error           string        `json:"error,omitempty"`
-}
 
 // Ref is the checkpoint a ResumeFrom names.
 func (c ResumeFrom) Ref() CheckpointRef { return CheckpointRef(c) }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"resnetlab/spec"
 
 	"resnetlab/engine"
 	"resnetlab/kernels"
@@ -21,7 +22,7 @@ var trainWrap func(kernels.Backend) kernels.Backend
 // else why it steps eagerly although cuda_graphs is set.
 func (j *job) graphsWhyNot(be kernels.Backend) string {
 	switch {
-	case j.cell.Plugin == PluginGemini:
+	case j.cell.Plugin == spec.PluginGemini:
 		return "gemini's hooks move chunks between host and device inside the step"
 	case j.cell.WorldSize > 1:
 		return fmt.Sprintf("the collectives of %d ranks synchronise on the host inside the step", j.cell.WorldSize)

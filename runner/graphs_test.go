@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"resnetlab/spec"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 // fp16 for 2 epochs of 6 steps. The fp16 loss scale starts so high that the
 // first steps overflow and back off, then grows every 2 clean steps: each
 // change must re-capture. Each epoch's evaluation drops the graphs.
-func graphSpec(t *testing.T, graphs bool) *Spec {
+func graphSpec(t *testing.T, graphs bool) *spec.Spec {
 	on := "false"
 	if graphs {
 		on = "true"

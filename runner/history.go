@@ -1,13 +1,18 @@
 package runner
 
-import "math"
+import (
+	"math"
+
+	"resnetlab/report"
+	"resnetlab/spec"
+)
 
 // A checkpoint carries the run's per-epoch results so far (in the
 // lr_scheduler file's metadata, key "history"), so a run resumed in a new
 // process still reports its whole accuracy curve. JSON has no NaN: an epoch
 // without evaluation stores test_acc as null.
 
-func historyMeta(es []EpochResult) []any {
+func historyMeta(es []report.EpochResult) []any {
 	out := make([]any, len(es))
 	for i, e := range es {
 		var acc any
@@ -22,12 +27,12 @@ func historyMeta(es []EpochResult) []any {
 // historyFromMeta reads what historyMeta wrote. A checkpoint without it
 // (older, or imported) or with an entry of another shape gives nil: the
 // history is a report, never needed to train.
-func historyFromMeta(v any) []EpochResult {
+func historyFromMeta(v any) []report.EpochResult {
 	list, ok := v.([]any)
 	if !ok {
 		return nil
 	}
-	out := make([]EpochResult, 0, len(list))
+	out := make([]report.EpochResult, 0, len(list))
 	for _, item := range list {
 		m, ok := item.(map[string]any)
 		if !ok {
@@ -43,7 +48,7 @@ func historyFromMeta(v any) []EpochResult {
 		if a, ok := m["test_acc"].(float64); ok {
 			acc = a
 		}
-		out = append(out, EpochResult{Epoch: epoch, Loss: loss, TestAcc: acc, Seconds: secs})
+		out = append(out, report.EpochResult{Epoch: epoch, Loss: loss, TestAcc: acc, Seconds: secs})
 	}
 	return out
 }
@@ -63,3 +68,12 @@ func partialFromMeta(v any) *partialEpoch {
 	}
 	return &partialEpoch{LossSum: loss, Steps: steps, Seconds: secs}
 }
+
+// The checkpoint code (ckpt*.go) names these unqualified; they are spec's
+// and report's, spelt here so that code need not change with the move.
+type EpochResult = report.EpochResult
+
+const (
+	maxEpochs = spec.MaxEpochs
+	maxImages = spec.MaxImages
+)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"resnetlab/report"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 // losses and accuracies, for fp32 and fp16 (one rank, two ranks).
 func TestDeviceBatchesTrainTheSameModel(t *testing.T) {
 	for _, cell := range oneAndTwoRankCells {
-		var res [2]*Result
+		var res [2]*report.Result
 		for i, on := range []bool{false, true} {
 			s := tinySpec(t, "[[run]]\n"+cell)
 			s.DeviceBatches = on

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"resnetlab/spec"
 	"slices"
 	"strconv"
 	"strings"
@@ -354,8 +355,8 @@ func importMeta(epoch int, cfg model.Config, md map[string]string, o ImportOptio
 	}
 	if m.SynTest == 0 && md["synthetic_test"] != "" {
 		n, err := strconv.Atoi(md["synthetic_test"])
-		if err != nil || n < 1 || n > maxImages {
-			return m, fmt.Errorf("metadata synthetic_test %q: want an image count 1..%d", md["synthetic_test"], maxImages)
+		if err != nil || n < 1 || n > spec.MaxImages {
+			return m, fmt.Errorf("metadata synthetic_test %q: want an image count 1..%d", md["synthetic_test"], spec.MaxImages)
 		}
 		m.SynTest = n
 		if o.SynSeed == 0 && md["synthetic_seed"] != "" {
@@ -370,6 +371,6 @@ func importMeta(epoch int, cfg model.Config, md map[string]string, o ImportOptio
 // referenceSched is the default spec's MultiStepLR, recorded in the
 // lr_scheduler file (a resumed run follows its own spec's schedule).
 func referenceSched() model.MultiStepLR {
-	def := defaultSpec("", func(string) string { return "" })
+	def := spec.Defaults("", func(string) string { return "" })
 	return model.MultiStepLR{Base: def.LR, Milestones: def.Milestones, Gamma: def.Gamma}
 }

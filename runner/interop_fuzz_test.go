@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"resnetlab/spec"
 	"testing"
 
 	"resnetlab/data"
@@ -56,7 +57,7 @@ func FuzzImportMetadata(f *testing.F) {
 				t.Fatalf("imported data set %q is not canonical", ds)
 			}
 		}
-		if n, _ := MetaInt(meta, "synthetic_test"); n < 0 || n > maxImages {
+		if n, _ := MetaInt(meta, "synthetic_test"); n < 0 || n > spec.MaxImages {
 			t.Fatalf("imported synthetic_test %d out of range", n)
 		}
 	})

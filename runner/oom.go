@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"resnetlab/spec"
 	"strings"
 
 	"resnetlab/device"
@@ -48,21 +49,21 @@ func (e *OOMError) Error() string {
 func (e *OOMError) usage() string {
 	what := "an allocation failed"
 	if e.Request >= 0 {
-		what = "allocating " + FormatSize(e.Request) + " failed"
+		what = "allocating " + spec.FormatSize(e.Request) + " failed"
 	}
 	var held []string
 	if e.InUse >= 0 {
-		held = append(held, FormatSize(e.InUse)+" in use")
+		held = append(held, spec.FormatSize(e.InUse)+" in use")
 	}
 	if e.Reserved >= 0 {
-		held = append(held, FormatSize(e.Reserved)+" reserved")
+		held = append(held, spec.FormatSize(e.Reserved)+" reserved")
 	}
 	s := what
 	if len(held) > 0 {
 		s += " with " + strings.Join(held, " and ")
 	}
 	if e.Capacity > 0 {
-		s += " of " + FormatSize(e.Capacity)
+		s += " of " + spec.FormatSize(e.Capacity)
 	}
 	return s
 }
@@ -70,11 +71,11 @@ func (e *OOMError) usage() string {
 // advice is what to change in the spec, depending on where the run is.
 func (e *OOMError) advice() string {
 	budget := suggestBudget(e.Capacity)
-	if e.Plugin == PluginGemini {
+	if e.Plugin == spec.PluginGemini {
 		if e.DeviceBudget > 0 {
 			return fmt.Sprintf("lower [gemini] device_budget (now %s), or set placement = \"auto\" "+
 				"so the warm-up statistics decide what stays on the device; or lower batch_size.",
-				FormatSize(e.DeviceBudget))
+				spec.FormatSize(e.DeviceBudget))
 		}
 		return fmt.Sprintf("set a [gemini] device_budget below the device's memory (e.g. device_budget = %q) "+
 			"so chunks that do not fit wait in host memory; or lower batch_size.", budget)
@@ -103,7 +104,7 @@ func IsOOM(err error) bool {
 // explainOOM returns err as an *OOMError when it holds a CUDA out-of-memory
 // error, and err unchanged otherwise. st, when not nil, fills in the
 // device's usage if the driver error does not carry it.
-func explainOOM(err error, rank int, deviceName string, cell Cell, deviceBudget int64, st *memSnapshot) error {
+func explainOOM(err error, rank int, deviceName string, cell spec.Cell, deviceBudget int64, st *memSnapshot) error {
 	oom, ok := device.OOMCause(err)
 	if !ok {
 		return err

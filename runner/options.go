@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"resnetlab/spec"
 )
 
 // RunOptions adjusts how RunSpec runs a spec; the zero value runs the spec
@@ -21,7 +22,7 @@ type RunOptions struct {
 // Apply returns a copy of s with the options' overrides applied and
 // checked, and its cells. RunSpec starts with it; the CLI calls it first to
 // report problems before anything starts.
-func (o RunOptions) Apply(s *Spec) (*Spec, []Cell, []Rejection, error) {
+func (o RunOptions) Apply(s *spec.Spec) (*spec.Spec, []spec.Cell, []spec.Rejection, error) {
 	c := *s
 	if o.Resume.Epoch < 0 || o.Resume.Step < 0 || (o.Resume.Epoch == 0 && o.Resume.Step != 0) {
 		return nil, nil, nil, fmt.Errorf("--resume %s: want an epoch E >= 1, or E@S", o.Resume)
@@ -33,8 +34,8 @@ func (o RunOptions) Apply(s *Spec) (*Spec, []Cell, []Rejection, error) {
 		c.Resume = o.Resume.Epoch
 	}
 	if o.Device != "" {
-		if !contains(devices, o.Device) {
-			return nil, nil, nil, fmt.Errorf("--device %q: want %s", o.Device, orList(devices))
+		if err := spec.CheckDevice(o.Device); err != nil {
+			return nil, nil, nil, fmt.Errorf("--device %q: %v", o.Device, err)
 		}
 		c.Device = o.Device
 	}
@@ -50,18 +51,18 @@ func (o RunOptions) Apply(s *Spec) (*Spec, []Cell, []Rejection, error) {
 
 // EvalOptions says which checkpoint Eval measures and on what.
 type EvalOptions struct {
-	CheckpointDir string // directory holding model_E.pth
-	Epoch         int    // E, >= 1
-	Dataset       string // "" = the checkpoint's metadata "dataset" (eval refuses when it has none)
-	DataDir       string // "" = $DATA, else ./data
-	Device        string // "auto" (default when ""), "cpu" or "cuda"
-	BatchSize     int    // 0 = 128, the reference's eval batch
-	Spec          *Spec  // optional: synthetic sizes and seed, in_channels, width
+	CheckpointDir string     // directory holding model_E.pth
+	Epoch         int        // E, >= 1
+	Dataset       string     // "" = the checkpoint's metadata "dataset" (eval refuses when it has none)
+	DataDir       string     // "" = $DATA, else ./data
+	Device        string     // "auto" (default when ""), "cpu" or "cuda"
+	BatchSize     int        // 0 = 128, the reference's eval batch
+	Spec          *spec.Spec // optional: synthetic sizes and seed, in_channels, width
 }
 
 // StartFrom is the checkpoint every run of s starts from: --resume's, else
 // the end of the spec's resume epoch (zero: a fresh start).
-func (o RunOptions) StartFrom(s *Spec) CheckpointRef {
+func (o RunOptions) StartFrom(s *spec.Spec) CheckpointRef {
 	if !o.Resume.IsZero() {
 		return o.Resume
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"resnetlab/report"
+	"resnetlab/spec"
 	"strings"
 	"testing"
 
@@ -13,7 +15,7 @@ import (
 )
 
 // twoRunGrid is a tiny spec of two runs, one after the other.
-func twoRunGrid(t *testing.T) *Spec {
+func twoRunGrid(t *testing.T) *spec.Spec {
 	return tinySpec(t, "[[run]]\nplugin = \"torch_ddp\"\n[[run]]\nplugin = \"low_level_zero\"\n")
 }
 
@@ -94,7 +96,7 @@ func TestQuitStopsTheGrid(t *testing.T) {
 			}
 		}
 		rs := finished(t, got)
-		if len(rs) != 1 || rs[0] == nil || rs[0].Status != StatusInterrupted {
+		if len(rs) != 1 || rs[0] == nil || rs[0].Status != report.StatusInterrupted {
 			t.Fatalf("checkpoint %v: finished %v, want run 1 interrupted only", ckpt, rs)
 		}
 		after := snapshot(t, run2.CheckpointDir, s.ResultsDir)
@@ -122,11 +124,11 @@ func TestPreflightFailureKeepsResults(t *testing.T) {
 	if len(before) != 1 {
 		t.Fatalf("want one result file from the good run, have %v", before)
 	}
-	cases := map[string]func(*Spec){
-		"no data": func(s *Spec) { s.Dataset, s.DataDir = "cifar10", t.TempDir() },
+	cases := map[string]func(*spec.Spec){
+		"no data": func(s *spec.Spec) { s.Dataset, s.DataDir = "cifar10", t.TempDir() },
 	}
 	if cuda.Available() != nil {
-		cases["no GPU"] = func(s *Spec) { s.Device = "cuda" }
+		cases["no GPU"] = func(s *spec.Spec) { s.Device = "cuda" }
 	}
 	for name, spoil := range cases {
 		bad := *s

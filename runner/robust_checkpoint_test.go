@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"resnetlab/spec"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 
 // trainedCheckpoints runs a tiny spec (width 4, one epoch, a checkpoint
 // per epoch) and returns the spec and the run's checkpoint directory.
-func trainedCheckpoints(t *testing.T, extra string) (*Spec, string) {
+func trainedCheckpoints(t *testing.T, extra string) (*spec.Spec, string) {
 	t.Helper()
 	s := tinySpec(t, extra)
 	s.Epochs = 1
@@ -29,7 +30,7 @@ func trainedCheckpoints(t *testing.T, extra string) (*Spec, string) {
 }
 
 // resumeErr resumes s (now 2 epochs) from epoch 1 and returns the error.
-func resumeErr(t *testing.T, s *Spec, epoch int) error {
+func resumeErr(t *testing.T, s *spec.Spec, epoch int) error {
 	t.Helper()
 	s.Epochs = 2
 	_, err := collect(t, s, RunOptions{Resume: CheckpointRef{Epoch: epoch}}, nil)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"resnetlab/report"
+	"resnetlab/spec"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,7 +17,7 @@ import (
 // published. The events channel is unbuffered and the consumer waits for
 // the context to be cancelled before it reads on, so the run cannot train
 // past the step that follows.
-func interruptAfterFirstStep(t *testing.T, s *Spec) ([]Event, error) {
+func interruptAfterFirstStep(t *testing.T, s *spec.Spec) ([]Event, error) {
 	t.Helper()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -56,7 +58,7 @@ func TestCtrlCResultIsInterrupted(t *testing.T) {
 	if len(rs) != 1 || rs[0].Status != "interrupted" || !strings.Contains(rs[0].Error, "interrupt signal received") {
 		t.Fatalf("results %+v, want one interrupted", rs)
 	}
-	b, rerr := os.ReadFile(ResultPath(s.ResultsDir, rs[0]))
+	b, rerr := os.ReadFile(report.ResultPath(s.ResultsDir, rs[0]))
 	if rerr != nil || !strings.Contains(string(b), `"status": "interrupted"`) {
 		t.Fatalf("result file: %v\n%s", rerr, b)
 	}

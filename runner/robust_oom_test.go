@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"resnetlab/spec"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ func TestExplainOOMFromAllocator(t *testing.T) {
 	drv := allocOOM(512<<20, 100*gib, 120*gib, 140*gib)
 	// As the rank pool sees it: a recovered panic wrapped with %w.
 	err := fmt.Errorf("panic: %w", drv)
-	cell := Cell{ID: "torch_ddp-fp32-2", Plugin: PluginTorchDDP, Precision: "fp32", WorldSize: 2}
+	cell := spec.Cell{ID: "torch_ddp-fp32-2", Plugin: spec.PluginTorchDDP, Precision: "fp32", WorldSize: 2}
 	got := explainOOM(err, 1, "NVIDIA H200 #1", cell, 0, nil)
 	var oe *OOMError
 	if !errors.As(got, &oe) {
@@ -53,7 +54,7 @@ func TestExplainOOMFromAllocator(t *testing.T) {
 		}
 	}
 	// The suggested budget must be a size the spec accepts.
-	if n, err := ParseSize("112GiB"); err != nil || n != 112*gib {
+	if n, err := spec.ParseSize("112GiB"); err != nil || n != 112*gib {
 		t.Fatalf("suggested budget does not parse: %d %v", n, err)
 	}
 	if again := explainOOM(fmt.Errorf("rank 1: %w", got), 1, "x", cell, 0, nil); !errors.Is(again, got) ||
@@ -64,7 +65,7 @@ func TestExplainOOMFromAllocator(t *testing.T) {
 
 func TestExplainOOMGeminiAdvice(t *testing.T) {
 	drv := allocOOM(1<<20, 2*gib, 2*gib, 80*gib)
-	cell := Cell{ID: "gemini-fp16-1", Plugin: PluginGemini, Precision: "fp16", WorldSize: 1}
+	cell := spec.Cell{ID: "gemini-fp16-1", Plugin: spec.PluginGemini, Precision: "fp16", WorldSize: 1}
 	msg := explainOOM(drv, 0, "d", cell, 2*gib, nil).Error()
 	if !strings.Contains(msg, "lower [gemini] device_budget (now 2.00 GiB)") ||
 		!strings.Contains(msg, `placement = "auto"`) || strings.Contains(msg, "run plugin gemini") {
@@ -78,7 +79,7 @@ func TestExplainOOMGeminiAdvice(t *testing.T) {
 
 func TestExplainOOMOtherCallUsesSnapshot(t *testing.T) {
 	drv := &cuda.Error{Call: "cuModuleLoadData", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY"}
-	cell := Cell{ID: "c", Plugin: PluginTorchDDP}
+	cell := spec.Cell{ID: "c", Plugin: spec.PluginTorchDDP}
 	msg := explainOOM(drv, 3, "", cell, 0, &memSnapshot{inUse: 3 * gib, capacity: 4 * gib}).Error()
 	want := "rank 3 ran out of device memory (run c): an allocation failed with 3.00 GiB in use of 4.00 GiB. To fit: "
 	if !strings.HasPrefix(msg, want) {
@@ -96,7 +97,7 @@ func TestExplainOOMLeavesOtherErrors(t *testing.T) {
 		&cuda.Error{Call: "cuLaunchKernel(x)", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"},
 		nil,
 	} {
-		if got := explainOOM(err, 0, "d", Cell{}, 0, nil); got != err {
+		if got := explainOOM(err, 0, "d", spec.Cell{}, 0, nil); got != err {
 			t.Errorf("%v became %v", err, got)
 		}
 		if IsOOM(err) {
@@ -108,8 +109,8 @@ func TestExplainOOMLeavesOtherErrors(t *testing.T) {
 // The job's glue takes the device name and usage from the rank's backend.
 func TestJobExplainOOM(t *testing.T) {
 	be := cpu.New()
-	j := &job{spec: &Spec{Gemini: GeminiSpec{DeviceBudget: 5 * gib}},
-		cell:  Cell{ID: "gemini-bf16-1", Plugin: PluginGemini},
+	j := &job{spec: &spec.Spec{Gemini: spec.GeminiSpec{DeviceBudget: 5 * gib}},
+		cell:  spec.Cell{ID: "gemini-bf16-1", Plugin: spec.PluginGemini},
 		ranks: []*rankState{{be: be}}}
 	got := j.explainOOM(0, &cuda.Error{Call: "cuMemAllocHost", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY"})
 	var oe *OOMError
@@ -129,7 +130,7 @@ func TestJobExplainOOM(t *testing.T) {
 // chain and the group aborted with the same error.
 func TestRankPoolExplainsOOM(t *testing.T) {
 	be0, be1 := cpu.New(), cpu.New()
-	j := &job{spec: &Spec{}, cell: Cell{ID: "torch_ddp-fp32-2", Plugin: PluginTorchDDP, WorldSize: 2},
+	j := &job{spec: &spec.Spec{}, cell: spec.Cell{ID: "torch_ddp-fp32-2", Plugin: spec.PluginTorchDDP, WorldSize: 2},
 		ranks: []*rankState{{be: be0}, {be: be1}}}
 	var aborted error
 	p := startRanks(2, func(err error) { aborted = err })
@@ -167,7 +168,7 @@ func TestRankPoolExplainsOOM(t *testing.T) {
 
 	// Returned (not panicked) by a Gemini rank with a budget: the sizes
 	// come from the rank's backend, the advice is to lower the budget.
-	j.cell, j.spec.Gemini.DeviceBudget = Cell{ID: "gemini-fp16-2", Plugin: PluginGemini, WorldSize: 2}, 3*gib
+	j.cell, j.spec.Gemini.DeviceBudget = spec.Cell{ID: "gemini-fp16-2", Plugin: spec.PluginGemini, WorldSize: 2}, 3*gib
 	host := &cuda.Error{Call: "cuMemAllocHost", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY"}
 	err = p.do(func(r int) error {
 		if r == 0 {
@@ -186,7 +187,7 @@ func TestRankPoolExplainsOOM(t *testing.T) {
 
 // Other errors keep the pool's "rank N: " prefix and their chain.
 func TestRankPoolOtherErrors(t *testing.T) {
-	j := &job{spec: &Spec{}, ranks: []*rankState{{be: cpu.New()}, {be: cpu.New()}}}
+	j := &job{spec: &spec.Spec{}, ranks: []*rankState{{be: cpu.New()}, {be: cpu.New()}}}
 	p := startRanks(2, nil)
 	p.explain = j.explainOOM
 	defer p.close()

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"resnetlab/report"
+	"resnetlab/spec"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,7 +39,7 @@ func TestDivergedFP32RunStopsWithStepAndLayer(t *testing.T) {
 	if len(rs) != 1 || rs[0].Status != "failed" || !strings.Contains(rs[0].Error, "loss is") {
 		t.Fatalf("result %+v", rs)
 	}
-	b, rerr := os.ReadFile(ResultPath(s.ResultsDir, rs[0]))
+	b, rerr := os.ReadFile(report.ResultPath(s.ResultsDir, rs[0]))
 	if rerr != nil || !strings.Contains(string(b), `"status": "failed"`) {
 		t.Fatalf("result file: %v\n%s", rerr, b)
 	}
@@ -66,7 +68,7 @@ func TestSpecCombinationsRefused(t *testing.T) {
 			[]string{"no valid runs"}},
 	}
 	for _, c := range cases {
-		s, err := parseSpec("t.toml", []byte(c.src), noEnv)
+		s, err := spec.ParseWithEnv("t.toml", []byte(c.src), noEnv)
 		if err != nil {
 			t.Fatalf("%s: parse: %v", c.name, err)
 		}
@@ -79,9 +81,9 @@ func TestSpecCombinationsRefused(t *testing.T) {
 				t.Errorf("%s: error %q lacks %q", c.name, err, f)
 			}
 		}
-		var se *SpecError
+		var se *spec.Error
 		if c.name == "shared dir" && !errors.As(err, &se) {
-			t.Errorf("%s: not a *SpecError: %v", c.name, err)
+			t.Errorf("%s: not a *spec.Error: %v", c.name, err)
 		}
 		if c.name != "shared dir" && len(rejected) == 0 {
 			t.Errorf("%s: no rejection says why", c.name)
@@ -90,7 +92,7 @@ func TestSpecCombinationsRefused(t *testing.T) {
 }
 
 func TestSpecWhere(t *testing.T) {
-	s, err := parseSpec("t.toml", []byte("name = \"x\"\n\n[gemini]\ndevice_budget = \"1GiB\"\n"), noEnv)
+	s, err := spec.ParseWithEnv("t.toml", []byte("name = \"x\"\n\n[gemini]\ndevice_budget = \"1GiB\"\n"), noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

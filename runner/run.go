@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"resnetlab/report"
+	"resnetlab/spec"
 	"time"
 
 	"resnetlab/data"
@@ -23,8 +25,8 @@ import (
 // others. The error is non-nil when a run failed (including a missed
 // target_acc, or Ctrl-C: then it matches context.Canceled) or the spec
 // could not start.
-func RunSpec(ctx context.Context, spec *Spec, opts RunOptions, events chan<- Event, cmds <-chan Command) error {
-	s, cells, rejected, err := opts.Apply(spec)
+func RunSpec(ctx context.Context, sp *spec.Spec, opts RunOptions, events chan<- Event, cmds <-chan Command) error {
+	s, cells, rejected, err := opts.Apply(sp)
 	if err != nil {
 		return err
 	}
@@ -82,10 +84,10 @@ func (g *gridRun) failAll(err error) error {
 
 // loadData reads the spec's data set.
 // A data_dir the spec names is the only place searched.
-func loadData(s *Spec) (train, test *data.Dataset, err error) {
+func loadData(s *spec.Spec) (train, test *data.Dataset, err error) {
 	opts := []data.Option{data.Channels(s.InChannels),
 		data.SyntheticSize(s.Synthetic.Train, s.Synthetic.Test), data.Seed(uint64(s.Synthetic.Seed))}
-	if s.dataDirSet {
+	if s.DataDirNamed() {
 		opts = append(opts, data.OnlyRoot())
 	}
 	return data.Load(s.Dataset, s.DataDir, opts...)
@@ -101,7 +103,7 @@ func dataSourceLine(name string, d *data.Dataset) string {
 	return fmt.Sprintf("data: %s from %s (%d training images)", name, src, d.N)
 }
 
-func runInfo(s *Spec, c Cell, train *data.Dataset) RunInfo {
+func runInfo(s *spec.Spec, c spec.Cell, train *data.Dataset) RunInfo {
 	return RunInfo{ID: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision, WorldSize: c.WorldSize,
 		Dataset: s.Dataset, Epochs: s.Epochs, CheckpointDir: c.CheckpointDir,
 		StepsPerEpoch: train.N / c.WorldSize / s.BatchSize}
@@ -112,13 +114,13 @@ func runInfo(s *Spec, c Cell, train *data.Dataset) RunInfo {
 // only.
 func runCell(ctx context.Context, j *job) error {
 	s, c := j.spec, j.cell
-	j.result = &Result{Run: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision,
+	j.result = &report.Result{Run: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision,
 		WorldSize: c.WorldSize, Dataset: s.Dataset, Width: s.Width, BatchSize: s.BatchSize, Epochs: s.Epochs,
 		PeakDeviceBytes: make([]int64, c.WorldSize), PeakHostBytes: make([]int64, c.WorldSize)}
 	err := safely(func() error { return j.run(ctx) })
 	ferr := j.finish(err)
 	if j.recordable(err) {
-		if werr := WriteResult(s.ResultsDir, j.result); werr != nil {
+		if werr := report.WriteResult(s.ResultsDir, j.result); werr != nil {
 			ferr = errors.Join(ferr, werr)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"resnetlab/spec"
 	"time"
 
 	"resnetlab/data"
@@ -17,9 +18,9 @@ import (
 // only its own inbox, so a command addressed to one run never reaches
 // another, however many train at once.
 type gridRun struct {
-	spec        *Spec
+	spec        *spec.Spec
 	opts        RunOptions
-	cells       []Cell
+	cells       []spec.Cell
 	events      chan<- Event
 	plan        gridPlan
 	train, test *data.Dataset

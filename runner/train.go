@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"resnetlab/report"
+	"resnetlab/spec"
 	"time"
 
 	"resnetlab/comm"
@@ -19,8 +21,8 @@ import (
 // one goroutine per rank. The driver hands every rank the same step,
 // publishes events, and serves commands between steps.
 type job struct {
-	spec        *Spec
-	cell        Cell
+	spec        *spec.Spec
+	cell        spec.Cell
 	info        RunInfo
 	events      chan<- Event
 	cmds        <-chan Command
@@ -39,7 +41,7 @@ type job struct {
 	epochLoss   float64
 	epochSteps  int
 	epochTime   time.Duration
-	result      *Result
+	result      *report.Result
 	trainImages int
 	memAt       time.Time     // last MemoryUsage event
 	startFrom   CheckpointRef // resume from this checkpoint before training (zero: fresh)
@@ -110,7 +112,7 @@ func (j *job) setup() error {
 		}
 		m := model.NewResNet18(be, model.Config{Width: j.spec.Width, InChannels: j.train.C,
 			NumClasses: len(j.train.Classes), DType: j.precision, Seed: uint64(j.spec.Seed)})
-		if j.cell.Plugin == PluginGemini {
+		if j.cell.Plugin == spec.PluginGemini {
 			rs.eng, err = j.newGemini(r, be, rs.comm, m, engCfg.Scaler)
 		} else {
 			rs.eng, err = engine.NewEngine(be, rs.comm, m, j.withGraphs(engCfg, be))
@@ -142,7 +144,7 @@ func (j *job) setup() error {
 // Gemini under a device budget builds them on the host: the resident data
 // set would take its share of the budget from the chunks.
 func (j *job) deviceBatches() bool {
-	return j.spec.DeviceBatches && !(j.cell.Plugin == PluginGemini && j.spec.Gemini.DeviceBudget > 0)
+	return j.spec.DeviceBatches && !(j.cell.Plugin == spec.PluginGemini && j.spec.Gemini.DeviceBudget > 0)
 }
 
 // openDeviceSets uploads both data sets once; if either cannot be held,
@@ -163,7 +165,7 @@ func (j *job) logInput() {
 	switch {
 	case rs.dev != nil:
 		j.logf(LevelInfo, "batches built by the %s backend from the data sets it holds (%s per rank)",
-			j.plan.Kind, FormatSize(rs.dev.bytes()+rs.devTest.bytes()))
+			j.plan.Kind, spec.FormatSize(rs.dev.bytes()+rs.devTest.bytes()))
 	case rs.devErr != nil:
 		j.logf(LevelWarn, "batches built on the host: %v", rs.devErr)
 	case j.spec.DeviceBatches:
@@ -176,11 +178,11 @@ func (j *job) logInput() {
 func (j *job) engineConfig() (engine.EngineConfig, error) {
 	c := engine.EngineConfig{Precision: j.precision, ZeroStage: j.spec.Zero.Stage}
 	switch j.cell.Plugin {
-	case PluginTorchDDP:
+	case spec.PluginTorchDDP:
 		c.Plugin = engine.TorchDDP
-	case PluginLowLevelZero:
+	case spec.PluginLowLevelZero:
 		c.Plugin = engine.LowLevelZero
-	case PluginGemini:
+	case spec.PluginGemini:
 	default:
 		return c, fmt.Errorf("unknown plugin %q", j.cell.Plugin)
 	}
@@ -371,7 +373,7 @@ func (j *job) accuracyFromHistory() {
 	}
 }
 
-func trimEpochs(es []EpochResult, upTo int) []EpochResult {
+func trimEpochs(es []report.EpochResult, upTo int) []report.EpochResult {
 	for i, e := range es {
 		if e.Epoch > upTo {
 			return es[:i]

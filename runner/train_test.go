@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"resnetlab/report"
+	"resnetlab/spec"
 	"strings"
 	"testing"
 )
 
 // tinySpec is a small synthetic run that trains in seconds on the CPU.
-func tinySpec(t *testing.T, extra string) *Spec {
+func tinySpec(t *testing.T, extra string) *spec.Spec {
 	t.Helper()
 	dir := t.TempDir()
 	src := fmt.Sprintf(`
@@ -31,7 +33,7 @@ train = 120
 test = 50
 seed = 3
 `, filepath.Join(dir, "ckpt-{plugin}-{precision}-{gpus}"), filepath.Join(dir, "results"), extra)
-	s, err := ParseSpec(filepath.Join(dir, "tiny.toml"), []byte(src))
+	s, err := spec.Parse(filepath.Join(dir, "tiny.toml"), []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +41,7 @@ seed = 3
 }
 
 // collect runs a spec headless and returns its events.
-func collect(t *testing.T, s *Spec, opts RunOptions, cmds <-chan Command) ([]Event, error) {
+func collect(t *testing.T, s *spec.Spec, opts RunOptions, cmds <-chan Command) ([]Event, error) {
 	t.Helper()
 	events := make(chan Event, 1024)
 	var got []Event
@@ -56,9 +58,9 @@ func collect(t *testing.T, s *Spec, opts RunOptions, cmds <-chan Command) ([]Eve
 	return got, err
 }
 
-func finished(t *testing.T, evs []Event) []*Result {
+func finished(t *testing.T, evs []Event) []*report.Result {
 	t.Helper()
-	var rs []*Result
+	var rs []*report.Result
 	for _, e := range evs {
 		if f, ok := e.(RunFinished); ok {
 			rs = append(rs, f.Result)
@@ -93,7 +95,7 @@ func TestRunWritesResultsAndCheckpoints(t *testing.T) {
 	if sum != r.ModelSHA256 {
 		t.Fatalf("model_sha256 %s is not the digest of model_2.pth (%s)", r.ModelSHA256, sum)
 	}
-	if _, err := os.Stat(ResultPath(s.ResultsDir, r)); err != nil {
+	if _, err := os.Stat(report.ResultPath(s.ResultsDir, r)); err != nil {
 		t.Fatalf("result file: %v", err)
 	}
 	acc, _, err := Eval(context.Background(), EvalOptions{CheckpointDir: dir, Epoch: 2, Device: "cpu"})

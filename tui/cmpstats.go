@@ -1,6 +1,9 @@
 package tui
 
-import "resnetlab/runner"
+import (
+	"resnetlab/runner"
+	"resnetlab/spec"
+)
 
 // cmpStats keeps, from a run's events, what the comparison bars need that
 // the panes do not keep: each rank's largest device report (the breakdown
@@ -46,7 +49,7 @@ func (c *cmpStats) rank(r int) *rankPeak {
 func (c *cmpStats) Update(ev runner.Event) {
 	switch e := ev.(type) {
 	case runner.RunStarted:
-		c.ranks, c.gemini = nil, e.Info.Plugin == runner.PluginGemini
+		c.ranks, c.gemini = nil, e.Info.Plugin == spec.PluginGemini
 	case runner.MemoryUsage:
 		if e.Rank < 0 {
 			return

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 // fourRunFake plays the four plugins of the ColossalAI example: the two
@@ -174,7 +175,7 @@ func TestTransferBars(t *testing.T) {
 		}
 		return s
 	}
-	g := newRun(runner.RunInfo{ID: "g", Plugin: runner.PluginGemini})
+	g := newRun(runner.RunInfo{ID: "g", Plugin: spec.PluginGemini})
 	g.Update(runner.RunStarted{Info: g.info})
 	if got := value(g); got != "0B" {
 		t.Errorf("gemini without moves: %q, want 0B", got)

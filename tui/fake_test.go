@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"resnetlab/report"
 	"resnetlab/runner"
 )
 
@@ -217,7 +218,7 @@ func (f *fakeRunner) playRun(info runner.RunInfo, start int) error {
 			return f.finish(info, "stopped", err)
 		}
 		if _, ok := err.(quitErr); ok {
-			return f.finish(info, runner.StatusInterrupted, err)
+			return f.finish(info, report.StatusInterrupted, err)
 		}
 		if err != nil {
 			return err
@@ -415,8 +416,8 @@ func fakeChunks(rank, s int) []runner.ChunkState {
 	return out
 }
 
-func (f *fakeRunner) finish(info runner.RunInfo, status runner.Status, err error) error {
-	res := &runner.Result{Run: info.ID, Plugin: info.Plugin, Precision: info.Precision,
+func (f *fakeRunner) finish(info runner.RunInfo, status report.Status, err error) error {
+	res := &report.Result{Run: info.ID, Plugin: info.Plugin, Precision: info.Precision,
 		WorldSize: info.WorldSize, Status: status}
 	if status == "done" {
 		res.FinalTestAcc, res.BestTestAcc = fakeAcc(info.Epochs), fakeAcc(info.Epochs)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"resnetlab/report"
 	"resnetlab/runner"
 )
 
@@ -61,7 +62,7 @@ func TestReopenedRunShowsEmptyBars(t *testing.T) {
 	info := runner.RunInfo{ID: "a", Epochs: 2, StepsPerEpoch: 4}
 	r := newRun(info)
 	r.Update(runner.RunStarted{Info: info})
-	r.Update(runner.RunFinished{Run: "a", Result: &runner.Result{Status: "done"}})
+	r.Update(runner.RunFinished{Run: "a", Result: &report.Result{Status: "done"}})
 	if _, total := r.prog.fractions(); total != 1 {
 		t.Fatalf("finished run: run bar at %v, want 1", total)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"resnetlab/report"
 	"resnetlab/runner"
 )
 
@@ -57,7 +58,7 @@ func milestone(ev runner.Event) string {
 		return "resumed"
 	case runner.RunFinished:
 		switch {
-		case e.Result != nil && e.Result.Status == runner.StatusInterrupted && e.Err != nil:
+		case e.Result != nil && e.Result.Status == report.StatusInterrupted && e.Err != nil:
 			return e.Err.Error() // "interrupted: <why>", not a failure
 		case e.Err != nil:
 			return fmt.Sprintf("failed: %v", e.Err)

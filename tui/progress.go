@@ -9,6 +9,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"resnetlab/report"
 	"resnetlab/runner"
 )
 
@@ -50,7 +51,7 @@ func (p *progressPane) Update(ev runner.Event) {
 			p.epoch, p.step = e.Epoch+1, 0
 		}
 	case runner.RunFinished:
-		if e.Err == nil && (e.Result == nil || e.Result.Status == runner.StatusDone) {
+		if e.Err == nil && (e.Result == nil || e.Result.Status == report.StatusDone) {
 			p.epoch, p.step, p.doneEpochs = p.epochs, p.steps, p.epochs
 		}
 	}

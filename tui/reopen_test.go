@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"resnetlab/report"
 	"resnetlab/runner"
 )
 
@@ -55,7 +56,7 @@ func TestResumeFinishedRunAfterRunnerExited(t *testing.T) {
 		Send: func(run string, c runner.Command) { sent = append(sent, sentCmd{run, c}) }})
 	id := m.runs[0].info.ID
 	m = step(m, eventMsg{runner.RunStarted{Info: m.runs[0].info}})
-	m = step(m, eventMsg{runner.RunFinished{Run: id, Result: &runner.Result{Status: "done"}}})
+	m = step(m, eventMsg{runner.RunFinished{Run: id, Result: &report.Result{Status: "done"}}})
 	m = step(m, eventsClosedMsg{})
 	m = step(m, checkpointsMsg{run: id, refs: []runner.CheckpointRef{{Epoch: 4}, {Epoch: 2}}})
 	m = step(m, keyMsg("enter"))
@@ -77,12 +78,12 @@ func TestInterruptedRunIsNotFailed(t *testing.T) {
 	m.w, m.h, m.st = 100, 30, newStyles(true)
 	for i, info := range grid {
 		m = step(m, eventMsg{runner.RunStarted{Info: info}})
-		status, err := runner.StatusFailed, error(fmt.Errorf("rank 0: loss is NaN"))
+		status, err := report.StatusFailed, error(fmt.Errorf("rank 0: loss is NaN"))
 		if i == 0 {
-			status, err = runner.StatusInterrupted, fmt.Errorf("interrupted: %w", context.Canceled)
+			status, err = report.StatusInterrupted, fmt.Errorf("interrupted: %w", context.Canceled)
 			m = step(m, eventMsg{runner.CheckpointSaved{Run: info.ID, Epoch: 3, Dir: "ck"}})
 		}
-		m = step(m, eventMsg{runner.RunFinished{Run: info.ID, Result: &runner.Result{Status: status}, Err: err}})
+		m = step(m, eventMsg{runner.RunFinished{Run: info.ID, Result: &report.Result{Status: status}, Err: err}})
 	}
 	m.sel = 0
 	s := ansi.Strip(m.render())
@@ -117,13 +118,13 @@ func TestConcurrentRunsSelection(t *testing.T) {
 	if m.sel != 0 {
 		t.Fatalf("a second run started: selection moved to %d, want it on the training run 0", m.sel)
 	}
-	m = step(m, eventMsg{runner.RunFinished{Run: grid[0].ID, Result: &runner.Result{Status: "done"}}})
+	m = step(m, eventMsg{runner.RunFinished{Run: grid[0].ID, Result: &report.Result{Status: "done"}}})
 	if m.sel != 1 {
 		t.Fatalf("run 0 ended: selection %d, want run 1 which still trains", m.sel)
 	}
 	m = step(m, keyMsg("tab")) // the user chooses: no more following
 	m = step(m, eventMsg{runner.RunStarted{Info: grid[2]}})
-	m = step(m, eventMsg{runner.RunFinished{Run: grid[2].ID, Result: &runner.Result{Status: "done"}}})
+	m = step(m, eventMsg{runner.RunFinished{Run: grid[2].ID, Result: &report.Result{Status: "done"}}})
 	if m.sel != 2 {
 		t.Fatalf("after tab the selection should stay on run 2, is %d", m.sel)
 	}

@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"resnetlab/report"
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 // status is what the TUI knows about a run. The pending states (pausing,
@@ -37,7 +39,7 @@ func (s status) finished() bool { return s >= stDone }
 type run struct {
 	info     runner.RunInfo
 	status   status
-	result   *runner.Result
+	result   *report.Result
 	err      error
 	lastCkpt *runner.CheckpointSaved
 
@@ -59,7 +61,7 @@ func newRun(info runner.RunInfo) *run {
 func (r *run) setInfo(info runner.RunInfo) {
 	r.info = info
 	r.prog.epochs, r.prog.steps = info.Epochs, info.StepsPerEpoch
-	r.chunks.gemini = info.Plugin == runner.PluginGemini
+	r.chunks.gemini = info.Plugin == spec.PluginGemini
 	r.curves.steps = info.StepsPerEpoch
 }
 
@@ -102,11 +104,11 @@ func (r *run) Update(ev runner.Event) {
 func (r *run) finish(e runner.RunFinished) {
 	r.result, r.err = e.Result, e.Err
 	switch {
-	case e.Result != nil && e.Result.Status == runner.StatusStopped:
+	case e.Result != nil && e.Result.Status == report.StatusStopped:
 		r.status = stStopped
-	case e.Result != nil && e.Result.Status == runner.StatusInterrupted:
+	case e.Result != nil && e.Result.Status == report.StatusInterrupted:
 		r.status = stInterrupted
-	case e.Err != nil || (e.Result != nil && e.Result.Status == runner.StatusFailed):
+	case e.Err != nil || (e.Result != nil && e.Result.Status == report.StatusFailed):
 		r.status = stFailed
 	default:
 		r.status = stDone

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"resnetlab/report"
 	"resnetlab/runner"
 )
 
@@ -239,7 +240,7 @@ func TestAllFinishedThenKey(t *testing.T) {
 // saying that all runs finished. A stream closed mid-run says so instead.
 func TestStreamClosedNotice(t *testing.T) {
 	finished := func(m Model, i int) Model {
-		return step(m, eventMsg{runner.RunFinished{Run: m.runs[i].info.ID, Result: &runner.Result{Status: "done"}}})
+		return step(m, eventMsg{runner.RunFinished{Run: m.runs[i].info.ID, Result: &report.Result{Status: "done"}}})
 	}
 	m := New(Options{Runs: testGrid()[:2]})
 	m = finished(finished(m, 0), 1)

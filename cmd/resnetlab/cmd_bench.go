@@ -8,6 +8,7 @@ import (
 
 	"resnetlab/kernels"
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 const benchUsage = `Usage: resnetlab bench [--device NAME] [--width W] [--batch N] [--steps S] [--warmup K] [--precision LIST] [--plugin NAME] [--profile S] [--graphs]
@@ -50,7 +51,7 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 	fs.IntVar(&o.Steps, "steps", 50, "")
 	fs.IntVar(&o.Warmup, "warmup", 5, "")
 	fs.StringVar(&precisions, "precision", "fp32,fp16", "")
-	fs.StringVar(&o.Plugin, "plugin", runner.PluginTorchDDP, "")
+	fs.StringVar(&o.Plugin, "plugin", spec.PluginTorchDDP, "")
 	fs.IntVar(&o.Profile, "profile", 0, "")
 	fs.BoolVar(&o.Graphs, "graphs", false, "")
 	pos, done, code := c.parseArgs(fs, benchUsage, args)
@@ -67,7 +68,7 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 	res, err := runner.Bench(ctx, o)
 	for _, r := range res {
 		fmt.Fprintf(c.stdout, "%-14s %-5s %-28s %8.2f ms/step %9.0f images/s  peak %s%s\n",
-			r.Plugin, r.Precision, r.Device, r.StepMS, r.ImagesPerSec, runner.FormatSize(r.PeakBytes), graphCols(r))
+			r.Plugin, r.Precision, r.Device, r.StepMS, r.ImagesPerSec, spec.FormatSize(r.PeakBytes), graphCols(r))
 	}
 	writeGraphVerdicts(c.stdout, res)
 	for _, r := range res {

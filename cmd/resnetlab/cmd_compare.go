@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"resnetlab/runner"
+	"resnetlab/report"
 )
 
 func (c *cli) cmdCompare(ctx context.Context, args []string) int {
@@ -23,9 +23,9 @@ func (c *cli) cmdCompare(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "resnetlab compare: %v\n", err)
 		return exitFailed
 	}
-	results, err := runner.ReadResults(files)
+	results, err := report.ReadResults(files)
 	if len(results) > 0 {
-		fmt.Fprint(c.stdout, runner.CompareTable(results))
+		fmt.Fprint(c.stdout, report.CompareTable(results))
 	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "resnetlab compare: %v\n", err)

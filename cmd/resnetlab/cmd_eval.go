@@ -9,6 +9,7 @@ import (
 
 	"resnetlab/data"
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 func (c *cli) cmdEval(ctx context.Context, args []string) int {
@@ -78,16 +79,16 @@ func checkEvalArgs(o *runner.EvalOptions, pos []string) string {
 // and the data set (the one the checkpoint names).
 func (c *cli) completeEval(o *runner.EvalOptions, specPath string) error {
 	if specPath != "" {
-		spec, err := runner.LoadSpec(specPath)
+		sp, err := spec.Load(specPath)
 		if err != nil {
 			return err
 		}
-		o.Spec = spec
+		o.Spec = sp
 		if o.Dataset == "" {
-			o.Dataset = spec.Dataset
+			o.Dataset = sp.Dataset
 		}
 		if o.DataDir == "" {
-			o.DataDir = spec.DataDir
+			o.DataDir = sp.DataDir
 		}
 	}
 	if o.Epoch == 0 {

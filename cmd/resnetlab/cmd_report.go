@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"resnetlab/runner"
+	"resnetlab/report"
 )
 
 const reportUsage = `Usage: resnetlab report [-o FILE.md] [--plot FILE.png] [--peer LOG]... [--peer-data NAME]
@@ -71,20 +71,20 @@ func (c *cli) cmdReport(ctx context.Context, args []string) int {
 
 // reportRows reads every input. All bad result files are named at once
 // (ReadResults joins their errors); peer logs stop at the first bad one.
-func reportRows(args, peerPaths []string, peerData string, reference bool) ([]runner.ReportRow, error) {
-	var results []*runner.Result
+func reportRows(args, peerPaths []string, peerData string, reference bool) ([]report.Row, error) {
+	var results []*report.Result
 	if len(args) > 0 {
 		files, err := expandDirs(args)
 		if err != nil {
 			return nil, err
 		}
-		if results, err = runner.ReadResults(files); err != nil {
+		if results, err = report.ReadResults(files); err != nil {
 			return nil, err
 		}
 	}
-	var peers []*runner.PeerLog
+	var peers []*report.PeerLog
 	for _, path := range peerPaths {
-		p, err := runner.ReadPeerLog(path)
+		p, err := report.ReadPeerLog(path)
 		if err != nil {
 			return nil, err
 		}
@@ -93,19 +93,19 @@ func reportRows(args, peerPaths []string, peerData string, reference bool) ([]ru
 		}
 		peers = append(peers, p)
 	}
-	return runner.BuildReport(results, peers, reference), nil
+	return report.Build(results, peers, reference), nil
 }
 
 // writeReport renders everything before writing anything, so a failed
 // plot leaves no half-updated report.
-func writeReport(c *cli, rows []runner.ReportRow, out, plot string) error {
+func writeReport(c *cli, rows []report.Row, out, plot string) error {
 	var png bytes.Buffer
 	if plot != "" {
-		if err := runner.PlotAccuracy(&png, rows, runner.DefaultPlotWidth, runner.DefaultPlotHeight); err != nil {
+		if err := report.PlotAccuracy(&png, rows, report.DefaultPlotWidth, report.DefaultPlotHeight); err != nil {
 			return err
 		}
 	}
-	md := runner.ReportMarkdown(rows)
+	md := report.Markdown(rows)
 	if out == "" {
 		fmt.Fprint(c.stdout, md)
 	} else if err := writeReportFile(out, []byte(md)); err != nil {

@@ -9,26 +9,26 @@ import (
 	"strings"
 	"testing"
 
-	"resnetlab/runner"
+	"resnetlab/report"
 )
 
-func reportFixtures(t *testing.T) (dir string, rs []*runner.Result, peer string) {
+func reportFixtures(t *testing.T) (dir string, rs []*report.Result, peer string) {
 	t.Helper()
 	dir = t.TempDir()
-	rs = []*runner.Result{
+	rs = []*report.Result{
 		{Run: "torch_ddp-fp32-1", Spec: "zero", Plugin: "torch_ddp", Precision: "fp32", WorldSize: 1,
-			Dataset: "cifar10", Epochs: 2, EpochResults: []runner.EpochResult{
+			Dataset: "cifar10", Epochs: 2, EpochResults: []report.EpochResult{
 				{Epoch: 1, Loss: 2, TestAcc: 0.4, Seconds: 10},
 				{Epoch: 2, Loss: 1, TestAcc: 0.6, Seconds: 10}},
 			FinalTestAcc: 0.6, BestTestAcc: 0.6, TrainSeconds: 20, Status: "done"},
 		{Run: "gemini-fp16-2", Spec: "zero", Plugin: "gemini", Precision: "fp16", WorldSize: 2,
-			Dataset: "cifar10", Epochs: 2, EpochResults: []runner.EpochResult{
+			Dataset: "cifar10", Epochs: 2, EpochResults: []report.EpochResult{
 				{Epoch: 1, Loss: 2, TestAcc: 0.5, Seconds: 8},
 				{Epoch: 2, Loss: 1, TestAcc: 0.7, Seconds: 8}},
 			FinalTestAcc: 0.7, BestTestAcc: 0.7, TrainSeconds: 16, Status: "done"},
 	}
 	for _, r := range rs {
-		if err := runner.WriteResult(filepath.Join(dir, "results"), r); err != nil {
+		if err := report.WriteResult(filepath.Join(dir, "results"), r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,12 +50,12 @@ func TestReportCommand(t *testing.T) {
 	if code != exitOK || out.Len() != 0 {
 		t.Fatalf("code %d stdout %q stderr %q", code, out, errb)
 	}
-	p, err := runner.ReadPeerLog(peer)
+	p, err := report.ReadPeerLog(peer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Dataset = "cifar10"
-	want := runner.ReportMarkdown(runner.BuildReport(rs, []*runner.PeerLog{p}, true))
+	want := report.Markdown(report.Build(rs, []*report.PeerLog{p}, true))
 	if got, _ := os.ReadFile(md); string(got) != want {
 		t.Fatalf("report file\n%s\nwant\n%s", got, want)
 	}
@@ -69,22 +69,22 @@ func TestReportCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	img, err := png.Decode(bytes.NewReader(b))
-	if err != nil || img.Bounds().Size() != image.Pt(runner.DefaultPlotWidth, runner.DefaultPlotHeight) {
+	if err != nil || img.Bounds().Size() != image.Pt(report.DefaultPlotWidth, report.DefaultPlotHeight) {
 		t.Fatalf("plot: %v %v", err, img)
 	}
 
 	// Without -o the table goes to stdout; files may be listed one by one.
 	c, out, errb = testCLI()
-	files := []string{runner.ResultPath(filepath.Join(dir, "results"), rs[0]), runner.ResultPath(filepath.Join(dir, "results"), rs[1])}
+	files := []string{report.ResultPath(filepath.Join(dir, "results"), rs[0]), report.ResultPath(filepath.Join(dir, "results"), rs[1])}
 	if code := runCLI(c, append([]string{"report"}, files...)...); code != exitOK ||
-		out.String() != runner.ReportMarkdown(runner.BuildReport(rs, nil, false)) {
+		out.String() != report.Markdown(report.Build(rs, nil, false)) {
 		t.Fatalf("stdout report: code %d\n%s\nstderr %s", code, out, errb)
 	}
 }
 
 func TestReportCommandErrors(t *testing.T) {
 	dir, rs, peer := reportFixtures(t)
-	good := runner.ResultPath(filepath.Join(dir, "results"), rs[0])
+	good := report.ResultPath(filepath.Join(dir, "results"), rs[0])
 	notJSON := filepath.Join(dir, "notes.json")
 	if err := os.WriteFile(notJSON, []byte("not json\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"resnetlab/report"
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 func (c *cli) cmdRun(ctx context.Context, args []string) int {
@@ -22,12 +24,12 @@ func (c *cli) cmdRun(ctx context.Context, args []string) int {
 	if len(pos) != 1 {
 		return c.usageError("run", fmt.Sprintf("want one spec file, got %d arguments", len(pos)))
 	}
-	spec, err := runner.LoadSpec(pos[0])
+	sp, err := spec.Load(pos[0])
 	if err != nil {
 		fmt.Fprintln(c.stderr, err)
 		return exitFailed
 	}
-	spec, cells, rejected, err := opts.Apply(spec)
+	sp, cells, rejected, err := opts.Apply(sp)
 	for _, r := range rejected {
 		fmt.Fprintln(c.stderr, r)
 	}
@@ -35,14 +37,14 @@ func (c *cli) cmdRun(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "resnetlab run: %v\n", err)
 		return exitFailed
 	}
-	if err := c.checkPaths(spec, cells, opts); err != nil {
+	if err := c.checkPaths(sp, cells, opts); err != nil {
 		fmt.Fprintln(c.stderr, err)
 		return exitFailed
 	}
 	if !opts.Headless {
 		opts.Headless = c.fallBackToHeadless()
 	}
-	return c.execute(ctx, spec, cells, opts)
+	return c.execute(ctx, sp, cells, opts)
 }
 
 // fallBackToHeadless says why the UI cannot be shown, if it cannot.
@@ -59,7 +61,7 @@ func (c *cli) fallBackToHeadless() bool {
 }
 
 // execute runs the spec with its front end and returns the exit code.
-func (c *cli) execute(ctx context.Context, spec *runner.Spec, cells []runner.Cell, opts runner.RunOptions) int {
+func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opts runner.RunOptions) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events := make(chan runner.Event, 1024)
@@ -69,7 +71,7 @@ func (c *cli) execute(ctx context.Context, spec *runner.Spec, cells []runner.Cel
 	// re-open a finished run; it returns when the UI has quit (cancel).
 	opts.StayOpen = !opts.Headless
 	go func() {
-		runErr <- c.runSpec(ctx, spec, opts, events, cmds)
+		runErr <- c.runSpec(ctx, sp, opts, events, cmds)
 		close(events) // RunSpec never closes it: its sender is done now
 	}()
 	failed := false
@@ -80,7 +82,7 @@ func (c *cli) execute(ctx context.Context, spec *runner.Spec, cells []runner.Cel
 		failed = len(h.failed) > 0
 	} else {
 		t := newTee(events)
-		uiErr := c.tui(ctx, spec, cells, t.out, cmds)
+		uiErr := c.tui(ctx, sp, cells, t.out, cmds)
 		t.stopForwarding()
 		cancel() // the user quit: stop whatever still runs
 		if uiErr != nil && !errors.Is(uiErr, context.Canceled) {
@@ -115,7 +117,7 @@ type tee struct {
 	out     chan runner.Event
 	uiGone  chan struct{}
 	done    chan struct{}
-	results []*runner.Result // owned by the tee's goroutine until done closes
+	results []*report.Result // owned by the tee's goroutine until done closes
 }
 
 func newTee(in <-chan runner.Event) *tee {
@@ -138,7 +140,7 @@ func newTee(in <-chan runner.Event) *tee {
 
 // keep records r, replacing an earlier result of the same run (a run
 // re-opened from the UI finishes twice).
-func (t *tee) keep(r *runner.Result) {
+func (t *tee) keep(r *report.Result) {
 	for i, old := range t.results {
 		if old.Run == r.Run {
 			t.results[i] = r
@@ -157,7 +159,7 @@ func (t *tee) summary() string {
 	if len(t.results) == 0 {
 		return ""
 	}
-	return runner.CompareTable(t.results)
+	return report.CompareTable(t.results)
 }
 
 // refFlag reads --resume's E or E@S.

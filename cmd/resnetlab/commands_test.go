@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"resnetlab/report"
 	"resnetlab/runner"
 )
 
@@ -89,17 +90,17 @@ func TestEvalErrors(t *testing.T) {
 
 func TestCompare(t *testing.T) {
 	dir := t.TempDir()
-	a := &runner.Result{Run: "gemini-fp16-1", Spec: "zero", Plugin: "gemini", Precision: "fp16", WorldSize: 1,
+	a := &report.Result{Run: "gemini-fp16-1", Spec: "zero", Plugin: "gemini", Precision: "fp16", WorldSize: 1,
 		Epochs: 80, Status: "done"}
-	b := &runner.Result{Run: "torch_ddp-fp32-1", Spec: "zero", Plugin: "torch_ddp", Precision: "fp32", WorldSize: 1,
+	b := &report.Result{Run: "torch_ddp-fp32-1", Spec: "zero", Plugin: "torch_ddp", Precision: "fp32", WorldSize: 1,
 		Epochs: 80, Status: "done"}
-	for _, r := range []*runner.Result{a, b} {
-		if err := runner.WriteResult(dir, r); err != nil {
+	for _, r := range []*report.Result{a, b} {
+		if err := report.WriteResult(dir, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := runner.CompareTable([]*runner.Result{a, b})
-	for _, args := range [][]string{{"compare", dir}, {"compare", runner.ResultPath(dir, a), runner.ResultPath(dir, b)}} {
+	want := report.CompareTable([]*report.Result{a, b})
+	for _, args := range [][]string{{"compare", dir}, {"compare", report.ResultPath(dir, a), report.ResultPath(dir, b)}} {
 		c, out, errb := testCLI()
 		if code := runCLI(c, args...); code != exitOK || out.String() != want {
 			t.Fatalf("%v: code %d, stdout\n%s\nstderr %s", args, code, out, errb)
@@ -107,7 +108,7 @@ func TestCompare(t *testing.T) {
 	}
 	c, out, errb := testCLI()
 	missing := filepath.Join(dir, "missing.json")
-	if code := runCLI(c, "compare", runner.ResultPath(dir, a), missing); code != exitFailed ||
+	if code := runCLI(c, "compare", report.ResultPath(dir, a), missing); code != exitFailed ||
 		!strings.Contains(out.String(), "gemini-fp16-1") || !strings.Contains(errb.String(), missing) {
 		t.Fatalf("missing file: %d %q %q", code, out, errb)
 	}

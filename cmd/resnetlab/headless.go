@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"resnetlab/report"
 	"resnetlab/runner"
 )
 
@@ -22,7 +23,7 @@ type headless struct {
 	infos    map[string]runner.RunInfo
 	lastStep map[string]time.Time
 	epochs   map[string]epochTimes // training time of the epochs seen, for the ETA
-	results  []*runner.Result
+	results  []*report.Result
 	failed   []string
 }
 
@@ -181,7 +182,7 @@ func (h *headless) summary() {
 	if len(h.results) == 0 {
 		return
 	}
-	fmt.Fprintf(h.w, "\n%s", runner.CompareTable(h.results))
+	fmt.Fprintf(h.w, "\n%s", report.CompareTable(h.results))
 }
 
 func pct(f float64) string { return fmt.Sprintf("%.2f%%", 100*f) }

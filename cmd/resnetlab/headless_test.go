@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"resnetlab/report"
 	"resnetlab/runner"
 )
 
@@ -37,9 +38,9 @@ func TestHeadlessLines(t *testing.T) {
 	h.handle(runner.Paused{Run: info.ID, Epoch: 6, Step: 7})
 	h.handle(runner.Resumed{Run: info.ID})
 	h.handle(runner.RunStarted{Info: info, StartEpoch: 5})
-	h.handle(runner.RunFinished{Run: info.ID, Result: &runner.Result{Run: info.ID, Status: "done",
+	h.handle(runner.RunFinished{Run: info.ID, Result: &report.Result{Run: info.ID, Status: "done",
 		FinalTestAcc: 0.8512, BestTestAcc: 0.854, TrainSeconds: 2500, ImagesPerSecond: 16000,
-		EpochResults: []runner.EpochResult{{Epoch: 1}}, Epochs: 80}})
+		EpochResults: []report.EpochResult{{Epoch: 1}}, Epochs: 80}})
 	want := `[gemini-fp16-2] queued: gemini fp16, 2 ranks, cifar10, 80 epochs x 250 steps
 [gemini-fp16-2] started on cuda (cuda:0, cuda:1)
 [gemini-fp16-2] epoch 1/80 step 1/250: loss 2.2500, loss scale 32, 12.5 ms/step, 16000 img/s, ETA 4m10s

@@ -5,11 +5,12 @@ import (
 
 	"resnetlab/data"
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 // tuiFunc runs the terminal UI until the user quits or ctx ends. It reads
 // events until they are closed and sends commands on cmds.
-type tuiFunc func(ctx context.Context, spec *runner.Spec, cells []runner.Cell,
+type tuiFunc func(ctx context.Context, sp *spec.Spec, cells []spec.Cell,
 	events <-chan runner.Event, cmds chan<- runner.Command) error
 
 // startTUI is the terminal UI, nil while the tui package is not wired in:

@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 func main() {
@@ -40,12 +41,12 @@ type cli struct {
 	stdout, stderr io.Writer
 	isTTY          func() bool
 	now            func() time.Time
-	runSpec        func(context.Context, *runner.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error
+	runSpec        func(context.Context, *spec.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error
 	eval           func(context.Context, runner.EvalOptions) (float64, []float64, error)
 	fetch          fetchFunc
 	tui            tuiFunc // nil when the TUI is not built in
 	// checkPaths vets checkpoint and results directories before a run.
-	checkPaths func(*runner.Spec, []runner.Cell, runner.RunOptions) error
+	checkPaths func(*spec.Spec, []spec.Cell, runner.RunOptions) error
 }
 
 func newCLI(stdout, stderr io.Writer) *cli {

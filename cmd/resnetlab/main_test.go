@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 // testCLI returns a CLI writing into buffers, with no TUI and no terminal.
@@ -20,7 +21,7 @@ func testCLI() (*cli, *bytes.Buffer, *bytes.Buffer) {
 	c.tui = nil
 	c.isTTY = func() bool { return false }
 	c.now = func() time.Time { return time.Unix(0, 0) }
-	c.runSpec = func(context.Context, *runner.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error {
+	c.runSpec = func(context.Context, *spec.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error {
 		return errors.New("runSpec not faked")
 	}
 	c.eval = func(context.Context, runner.EvalOptions) (float64, []float64, error) {
@@ -31,7 +32,7 @@ func testCLI() (*cli, *bytes.Buffer, *bytes.Buffer) {
 	}
 	// The specs of these tests use relative directories and fake runs: no
 	// directory is created (robust_test.go checks the real checkPaths).
-	c.checkPaths = func(*runner.Spec, []runner.Cell, runner.RunOptions) error { return nil }
+	c.checkPaths = func(*spec.Spec, []spec.Cell, runner.RunOptions) error { return nil }
 	return c, &out, &errb
 }
 
@@ -84,22 +85,22 @@ func writeSpec(t *testing.T, src string) string {
 const smallSpec = "dataset = \"synthetic\"\nepochs = 4\ncheckpoint = \"c/{plugin}-{precision}\"\n[grid]\nplugin = [\"torch_ddp\", \"gemini\"]\nprecision = [\"fp32\", \"fp16\"]\n"
 
 func TestRunArgErrors(t *testing.T) {
-	spec := writeSpec(t, smallSpec)
+	sp := writeSpec(t, smallSpec)
 	cases := []struct {
 		args []string
 		code int
 		frag string
 	}{
 		{[]string{"run"}, exitUsage, "want one spec file, got 0 arguments"},
-		{[]string{"run", spec, spec}, exitUsage, "got 2 arguments"},
-		{[]string{"run", "--fast", spec}, exitUsage, "flag provided but not defined: -fast"},
-		{[]string{"run", "--resume", "x", spec}, exitUsage, "invalid value \"x\" for flag -resume"},
+		{[]string{"run", sp, sp}, exitUsage, "got 2 arguments"},
+		{[]string{"run", "--fast", sp}, exitUsage, "flag provided but not defined: -fast"},
+		{[]string{"run", "--resume", "x", sp}, exitUsage, "invalid value \"x\" for flag -resume"},
 		{[]string{"run", "nope.toml"}, exitFailed, "spec nope.toml: file not found"},
 		{[]string{"run", writeSpec(t, "epochs = 0\n")}, exitFailed, "exp.toml:1: key `epochs`: 0 is out of range"},
-		{[]string{"run", spec, "--resume", "5"}, exitFailed, "--resume 5: " + spec + " trains 4 epochs"},
-		{[]string{"run", "--resume", "2@0", spec}, exitUsage, "the step after @ must be a number >= 1"},
-		{[]string{"run", spec, "--resume", "5@3"}, exitFailed, "--resume 5@3: " + spec + " trains 4 epochs"},
-		{[]string{"run", "--device", "tpu", spec}, exitFailed, `--device "tpu": want "auto", "cpu" or "cuda"`},
+		{[]string{"run", sp, "--resume", "5"}, exitFailed, "--resume 5: " + sp + " trains 4 epochs"},
+		{[]string{"run", "--resume", "2@0", sp}, exitUsage, "the step after @ must be a number >= 1"},
+		{[]string{"run", sp, "--resume", "5@3"}, exitFailed, "--resume 5@3: " + sp + " trains 4 epochs"},
+		{[]string{"run", "--device", "tpu", sp}, exitFailed, `--device "tpu": want "auto", "cpu" or "cuda"`},
 	}
 	for _, tc := range cases {
 		c, _, errb := testCLI()
@@ -110,11 +111,11 @@ func TestRunArgErrors(t *testing.T) {
 }
 
 func TestRunHeadless(t *testing.T) {
-	spec := writeSpec(t, smallSpec)
+	sp := writeSpec(t, smallSpec)
 	c, out, errb := testCLI()
-	var gotSpec *runner.Spec
+	var gotSpec *spec.Spec
 	var gotOpts runner.RunOptions
-	c.runSpec = func(ctx context.Context, s *runner.Spec, o runner.RunOptions, ev chan<- runner.Event, _ <-chan runner.Command) error {
+	c.runSpec = func(ctx context.Context, s *spec.Spec, o runner.RunOptions, ev chan<- runner.Event, _ <-chan runner.Command) error {
 		gotSpec, gotOpts = s, o
 		ev <- runner.RunQueued{Info: runner.RunInfo{ID: "torch_ddp-fp32-1", Plugin: "torch_ddp", Precision: "fp32",
 			WorldSize: 1, Dataset: "synthetic", Epochs: 4, Backend: "cpu", Devices: []string{"cpu"}, StepsPerEpoch: 100}}
@@ -123,7 +124,7 @@ func TestRunHeadless(t *testing.T) {
 		return nil
 	}
 	// Flags after the spec work too.
-	code := runCLI(c, "run", spec, "--resume", "3", "--device", "cpu", "--results", "/tmp/r")
+	code := runCLI(c, "run", sp, "--resume", "3", "--device", "cpu", "--results", "/tmp/r")
 	if code != exitFailed || gotSpec == nil {
 		t.Fatalf("a failed run must exit 1, got %d; stderr %s", code, errb)
 	}
@@ -146,40 +147,40 @@ func TestRunHeadless(t *testing.T) {
 }
 
 func TestRunOutcomes(t *testing.T) {
-	spec := writeSpec(t, smallSpec)
+	sp := writeSpec(t, smallSpec)
 	c, _, errb := testCLI()
-	c.runSpec = func(context.Context, *runner.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error {
+	c.runSpec = func(context.Context, *spec.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error {
 		return errors.New("no CUDA device")
 	}
-	if code := runCLI(c, "run", "--headless", spec); code != exitFailed || !strings.Contains(errb.String(), "resnetlab run: no CUDA device") {
+	if code := runCLI(c, "run", "--headless", sp); code != exitFailed || !strings.Contains(errb.String(), "resnetlab run: no CUDA device") {
 		t.Fatalf("runSpec error: %d %q", code, errb.String())
 	}
 	c, _, _ = testCLI()
-	c.runSpec = func(context.Context, *runner.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error {
+	c.runSpec = func(context.Context, *spec.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error {
 		return nil
 	}
-	if code := runCLI(c, "run", "--headless", spec); code != exitOK {
+	if code := runCLI(c, "run", "--headless", sp); code != exitOK {
 		t.Fatalf("success: %d", code)
 	}
 	c, _, errb = testCLI()
 	ctx, cancel := context.WithCancel(context.Background())
-	c.runSpec = func(ctx context.Context, _ *runner.Spec, _ runner.RunOptions, _ chan<- runner.Event, _ <-chan runner.Command) error {
+	c.runSpec = func(ctx context.Context, _ *spec.Spec, _ runner.RunOptions, _ chan<- runner.Event, _ <-chan runner.Command) error {
 		cancel() // as Ctrl-C does
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	if code := c.main(ctx, []string{"run", "--headless", spec}); code != exitInterrupted || !strings.Contains(errb.String(), "interrupted") {
+	if code := c.main(ctx, []string{"run", "--headless", sp}); code != exitInterrupted || !strings.Contains(errb.String(), "interrupted") {
 		t.Fatalf("interrupt: %d %q", code, errb.String())
 	}
 }
 
 func TestRunUsesTUIOnATerminal(t *testing.T) {
-	spec := writeSpec(t, smallSpec)
+	sp := writeSpec(t, smallSpec)
 	c, out, errb := testCLI()
 	c.isTTY = func() bool { return true }
-	var uiCells []runner.Cell
+	var uiCells []spec.Cell
 	var uiSawEvent, uiSentStop bool
-	c.tui = func(ctx context.Context, s *runner.Spec, cells []runner.Cell, ev <-chan runner.Event, cmds chan<- runner.Command) error {
+	c.tui = func(ctx context.Context, s *spec.Spec, cells []spec.Cell, ev <-chan runner.Event, cmds chan<- runner.Command) error {
 		uiCells = cells
 		_, uiSawEvent = <-ev
 		cmds <- runner.Stop{Checkpoint: true}
@@ -188,7 +189,7 @@ func TestRunUsesTUIOnATerminal(t *testing.T) {
 		}
 		return nil
 	}
-	c.runSpec = func(ctx context.Context, _ *runner.Spec, o runner.RunOptions, ev chan<- runner.Event, cmds <-chan runner.Command) error {
+	c.runSpec = func(ctx context.Context, _ *spec.Spec, o runner.RunOptions, ev chan<- runner.Event, cmds <-chan runner.Command) error {
 		if o.Headless {
 			return errors.New("headless with a UI")
 		}
@@ -201,21 +202,21 @@ func TestRunUsesTUIOnATerminal(t *testing.T) {
 		}
 		return nil
 	}
-	if code := runCLI(c, "run", spec); code != exitOK {
+	if code := runCLI(c, "run", sp); code != exitOK {
 		t.Fatalf("code %d, stderr %s", code, errb)
 	}
 	if len(uiCells) != 3 || !uiSawEvent || !uiSentStop || out.Len() != 0 {
 		t.Fatalf("UI got %d cells, event %v, stop %v; stdout %q", len(uiCells), uiSawEvent, uiSentStop, out)
 	}
 	c, _, errb = testCLI()
-	c.tui = func(context.Context, *runner.Spec, []runner.Cell, <-chan runner.Event, chan<- runner.Command) error {
+	c.tui = func(context.Context, *spec.Spec, []spec.Cell, <-chan runner.Event, chan<- runner.Command) error {
 		t.Fatal("UI started without a terminal")
 		return nil
 	}
-	c.runSpec = func(context.Context, *runner.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error {
+	c.runSpec = func(context.Context, *spec.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error {
 		return nil
 	}
-	if code := runCLI(c, "run", spec); code != exitOK || !strings.Contains(errb.String(), "not a terminal; running headless") {
+	if code := runCLI(c, "run", sp); code != exitOK || !strings.Contains(errb.String(), "not a terminal; running headless") {
 		t.Fatalf("no TTY: %d %q", code, errb.String())
 	}
 }

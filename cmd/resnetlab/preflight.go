@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 // checkPaths runs before any data is loaded or model built, so a run that
@@ -16,7 +17,7 @@ import (
 // training: every run that resumes finds its checkpoint, every run that
 // saves checkpoints can create and write its directory, and the results
 // directory is writable. Each problem names the key (or flag) and the path.
-func checkPaths(s *runner.Spec, cells []runner.Cell, opts runner.RunOptions) error {
+func checkPaths(s *spec.Spec, cells []spec.Cell, opts runner.RunOptions) error {
 	var errs []error
 	if from := opts.StartFrom(s); !from.IsZero() {
 		for _, c := range cells {
@@ -43,7 +44,7 @@ func checkPaths(s *runner.Spec, cells []runner.Cell, opts runner.RunOptions) err
 }
 
 // checkResume says why cell c cannot resume from checkpoint from, or nil.
-func checkResume(s *runner.Spec, c runner.Cell, from runner.CheckpointRef, fromFlag bool) error {
+func checkResume(s *spec.Spec, c spec.Cell, from runner.CheckpointRef, fromFlag bool) error {
 	where := s.Where("resume") + ": key `resume`"
 	if fromFlag {
 		where = fmt.Sprintf("--resume %s", from)

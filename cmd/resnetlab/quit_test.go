@@ -8,10 +8,11 @@ import (
 	"testing"
 
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 // A tiny real grid of two runs, for the quit rule.
-func quitSpec(t *testing.T) (spec, dir string) {
+func quitSpec(t *testing.T) (sp, dir string) {
 	dir = t.TempDir()
 	src := "name = \"q\"\ndataset = \"synthetic\"\nwidth = 4\nepochs = 2\nbatch_size = 20\ndevice = \"cpu\"\n" +
 		"checkpoint = \"" + filepath.Join(dir, "ck", "{plugin}") + "\"\nresults_dir = \"" + filepath.Join(dir, "results") + "\"\n" +
@@ -33,11 +34,11 @@ func TestUIQuitRule(t *testing.T) {
 		{"q n", runner.Quit{}, false},
 		{"ctrl+c", nil, true},
 	} {
-		spec, dir := quitSpec(t)
+		sp, dir := quitSpec(t)
 		cl, out, errb := testCLI()
 		cl.isTTY = func() bool { return true }
 		cl.runSpec = runner.RunSpec
-		cl.tui = func(ctx context.Context, s *runner.Spec, cells []runner.Cell, ev <-chan runner.Event, cmds chan<- runner.Command) error {
+		cl.tui = func(ctx context.Context, s *spec.Spec, cells []spec.Cell, ev <-chan runner.Event, cmds chan<- runner.Command) error {
 			for e := range ev {
 				if sd, ok := e.(runner.StepDone); ok && sd.Step == 2 {
 					break
@@ -54,7 +55,7 @@ func TestUIQuitRule(t *testing.T) {
 			}
 			return nil
 		}
-		code := runCLI(cl, "run", spec)
+		code := runCLI(cl, "run", sp)
 		if code != exitInterrupted {
 			t.Errorf("%s: exit %d, want %d; stderr %s", c.name, code, exitInterrupted, errb)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 // realCLI is a CLI whose run really trains (runner.RunSpec) and really
@@ -83,7 +84,7 @@ func TestRunRefusesPathsItCannotUse(t *testing.T) {
 	}
 	for _, tc := range cases {
 		c, _, errb := realCLI()
-		c.runSpec = func(context.Context, *runner.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error {
+		c.runSpec = func(context.Context, *spec.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error {
 			t.Errorf("%s: the run started", tc.name)
 			return nil
 		}
@@ -94,7 +95,7 @@ func TestRunRefusesPathsItCannotUse(t *testing.T) {
 	// Epoch 2 exists: that resume starts.
 	c, _, errb := realCLI()
 	started := false
-	c.runSpec = func(context.Context, *runner.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error {
+	c.runSpec = func(context.Context, *spec.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error {
 		started = true
 		return nil
 	}
@@ -117,7 +118,7 @@ func TestRunSpecMistakes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		c, _, errb := realCLI()
-		c.runSpec = func(context.Context, *runner.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error {
+		c.runSpec = func(context.Context, *spec.Spec, runner.RunOptions, chan<- runner.Event, <-chan runner.Command) error {
 			t.Errorf("the run started")
 			return nil
 		}

@@ -6,17 +6,19 @@ import (
 	"strings"
 	"testing"
 
+	"resnetlab/report"
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 // A grid that ends in the UI leaves, once the UI has quit, the table that
 // headless prints: the comparison of the runs' results, in grid order.
 func TestUIEndLeavesHeadlessTable(t *testing.T) {
-	spec, dir := quitSpec(t)
+	sp, dir := quitSpec(t)
 	cl, out, errb := testCLI()
 	cl.isTTY = func() bool { return true }
 	cl.runSpec = runner.RunSpec
-	cl.tui = func(ctx context.Context, s *runner.Spec, cells []runner.Cell, ev <-chan runner.Event, cmds chan<- runner.Command) error {
+	cl.tui = func(ctx context.Context, s *spec.Spec, cells []spec.Cell, ev <-chan runner.Event, cmds chan<- runner.Command) error {
 		left := len(cells)
 		for e := range ev { // the user watches every run finish, then quits
 			if _, ok := e.(runner.RunFinished); ok {
@@ -27,19 +29,19 @@ func TestUIEndLeavesHeadlessTable(t *testing.T) {
 		}
 		return nil
 	}
-	code := runCLI(cl, "run", spec)
+	code := runCLI(cl, "run", sp)
 	paths, _ := filepath.Glob(filepath.Join(dir, "results", "*.json"))
 	if len(paths) != 2 {
 		t.Fatalf("exit %d, results %v, stderr %s", code, paths, errb)
 	}
-	rs, err := runner.ReadResults(paths)
+	rs, err := report.ReadResults(paths)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rs[0].Plugin != "torch_ddp" { // grid order: torch_ddp, then gemini
 		rs[0], rs[1] = rs[1], rs[0]
 	}
-	if want := "\n" + runner.CompareTable(rs); out.String() != want || code != exitOK {
+	if want := "\n" + report.CompareTable(rs); out.String() != want || code != exitOK {
 		t.Fatalf("exit %d, stdout\n%q\nwant\n%q\nstderr %s", code, out, want, errb)
 	}
 

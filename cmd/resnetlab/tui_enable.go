@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"resnetlab/runner"
+	"resnetlab/spec"
 	"resnetlab/tui"
 )
 
@@ -11,27 +12,27 @@ import (
 // build (run then falls back to headless output).
 func init() { startTUI = runTUI }
 
-func runTUI(ctx context.Context, spec *runner.Spec, cells []runner.Cell,
+func runTUI(ctx context.Context, sp *spec.Spec, cells []spec.Cell,
 	events <-chan runner.Event, cmds chan<- runner.Command) error {
-	return tui.Run(ctx, tuiOptions(spec, cells, events, cmds))
+	return tui.Run(ctx, tuiOptions(sp, cells, events, cmds))
 }
 
 // tuiOptions connects the UI to a run of spec. Send addresses every
 // command to its run (runner.To), so it reaches that run only, even when
 // several train at once, and a finished run can be re-opened (RunSpec
 // stays open while the UI runs: see execute).
-func tuiOptions(spec *runner.Spec, cells []runner.Cell, events <-chan runner.Event,
+func tuiOptions(sp *spec.Spec, cells []spec.Cell, events <-chan runner.Event,
 	cmds chan<- runner.Command) tui.Options {
 	dirs := map[string]string{}
 	infos := make([]runner.RunInfo, len(cells))
 	for i, c := range cells {
 		dirs[c.ID] = c.CheckpointDir
-		infos[i] = runner.RunInfo{ID: c.ID, Spec: spec.Name, Plugin: c.Plugin, Precision: c.Precision,
-			WorldSize: c.WorldSize, Dataset: spec.Dataset, Epochs: spec.Epochs, CheckpointDir: c.CheckpointDir}
+		infos[i] = runner.RunInfo{ID: c.ID, Spec: sp.Name, Plugin: c.Plugin, Precision: c.Precision,
+			WorldSize: c.WorldSize, Dataset: sp.Dataset, Epochs: sp.Epochs, CheckpointDir: c.CheckpointDir}
 	}
 	return tui.Options{
-		Title:    spec.Name + " · " + spec.File,
-		SpecFile: spec.File,
+		Title:    sp.Name + " · " + sp.File,
+		SpecFile: sp.File,
 		Runs:     infos,
 		Events:   events,
 		Send: func(run string, c runner.Command) {

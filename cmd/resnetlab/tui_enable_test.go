@@ -4,14 +4,15 @@ import (
 	"testing"
 
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 func TestTUIOptions(t *testing.T) {
-	spec, err := runner.ParseSpec("x.toml", []byte("name = \"x\"\ncheckpoint = \"ck/{plugin}\"\n[grid]\nplugin = [\"torch_ddp\", \"gemini\"]\n"))
+	sp, err := spec.Parse("x.toml", []byte("name = \"x\"\ncheckpoint = \"ck/{plugin}\"\n[grid]\nplugin = [\"torch_ddp\", \"gemini\"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, _, err := spec.Cells()
+	cells, _, err := sp.Cells()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +20,7 @@ func TestTUIOptions(t *testing.T) {
 	cells[1].CheckpointDir = dir
 	saveCheckpoint(t, dir, 5, nil)
 	cmds := make(chan runner.Command, 1)
-	o := tuiOptions(spec, cells, nil, cmds)
+	o := tuiOptions(sp, cells, nil, cmds)
 	if len(o.Runs) != 2 || o.Runs[1].ID != "gemini-fp16-1" || o.Runs[1].Epochs != 80 || o.Runs[1].CheckpointDir != dir {
 		t.Fatalf("runs %+v", o.Runs)
 	}

@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import (
 	"os"
@@ -21,14 +21,14 @@ func TestLoadSpecRefusesNonRegular(t *testing.T) {
 	}
 	for _, p := range []string{fifo, zero} {
 		done := make(chan error, 1)
-		go func() { _, err := LoadSpec(p); done <- err }()
+		go func() { _, err := Load(p); done <- err }()
 		select {
 		case err := <-done:
 			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "is not a regular file") {
 				t.Fatalf("%s: got %v", p, err)
 			}
 		case <-time.After(5 * time.Second):
-			t.Fatalf("%s: LoadSpec still blocked after 5s", p)
+			t.Fatalf("%s: Load still blocked after 5s", p)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package runner
+package report
 
 import (
 	"bytes"
@@ -22,12 +22,12 @@ func countColor(img image.Image, c color.RGBA) int {
 	return n
 }
 
-func plotRows(t *testing.T) []ReportRow {
+func plotRows(t *testing.T) []Row {
 	p, err := ParsePeerLog("peer.log", strings.NewReader(peerSample))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return BuildReport(reportResults(), []*PeerLog{p}, true)
+	return Build(reportResults(), []*PeerLog{p}, true)
 }
 
 func TestReportPlotPNG(t *testing.T) {

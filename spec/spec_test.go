@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ func noEnv(string) string { return "" }
 
 func mustParse(t *testing.T, src string) *Spec {
 	t.Helper()
-	s, err := parseSpec("t.toml", []byte(src), noEnv)
+	s, err := ParseWithEnv("t.toml", []byte(src), noEnv)
 	if err != nil {
 		t.Fatalf("parse:\n%s\nerror: %v", src, err)
 	}
@@ -20,13 +20,13 @@ func mustParse(t *testing.T, src string) *Spec {
 
 func TestSpecDefaults(t *testing.T) {
 	s := mustParse(t, "# nothing set\n")
-	want := defaultSpec("t.toml", noEnv)
+	want := Defaults("t.toml", noEnv)
 	want.Synthetic.Seed = want.Seed
 	want.src = s.src
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", s, want)
 	}
-	// The reference recipe, spelled out independently of defaultSpec.
+	// The reference recipe, spelled out independently of Defaults.
 	if s.Name != "t" || s.Epochs != 80 || s.BatchSize != 100 || s.LR != 1e-3 ||
 		s.Gamma != 1.0/3 || !reflect.DeepEqual(s.Milestones, []int{20, 40, 60, 80}) ||
 		s.Interval != 5 || s.Checkpoint != "./checkpoint" || s.DataDir != "./data" ||
@@ -40,7 +40,7 @@ func TestSpecDefaults(t *testing.T) {
 		}
 		return ""
 	}
-	s2, err := parseSpec("t.toml", nil, env)
+	s2, err := ParseWithEnv("t.toml", nil, env)
 	if err != nil || s2.DataDir != "/datasets" {
 		t.Fatalf("DATA env: got %q, %v", s2.DataDir, err)
 	}
@@ -224,7 +224,7 @@ var specErrCases = []specErrCase{
 func TestSpecErrors(t *testing.T) {
 	for _, c := range specErrCases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := parseSpec("t.toml", []byte(c.src), noEnv)
+			_, err := ParseWithEnv("t.toml", []byte(c.src), noEnv)
 			if err == nil {
 				t.Fatalf("no error for:\n%s", c.src)
 			}
@@ -237,9 +237,9 @@ func TestSpecErrors(t *testing.T) {
 			if !found {
 				t.Fatalf("error\n%v\nhas no line starting %q containing %q", err, c.prefix, c.frag)
 			}
-			var se *SpecError
+			var se *Error
 			if !errors.As(err, &se) || se.File != "t.toml" {
-				t.Fatalf("error is not a *SpecError naming the file: %#v", err)
+				t.Fatalf("error is not a *Error naming the file: %#v", err)
 			}
 		})
 	}
@@ -249,7 +249,7 @@ func TestSpecErrorsAllReportedInLineOrder(t *testing.T) {
 	src := "[gemini]\nplacement = \"x\"\n[grid]\ngpus = [0]\n[zero]\nstage = 9\n"
 	// The top-level key below sits before any table in the file.
 	src = "epochs = -1\n" + src
-	_, err := parseSpec("t.toml", []byte(src), noEnv)
+	_, err := ParseWithEnv("t.toml", []byte(src), noEnv)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -267,7 +267,7 @@ func TestSpecErrorsAllReportedInLineOrder(t *testing.T) {
 }
 
 func TestSpecTypeErrorHidesInnerKeys(t *testing.T) {
-	_, err := parseSpec("t.toml", []byte("epochs = { a = 1 }\n"), noEnv)
+	_, err := ParseWithEnv("t.toml", []byte("epochs = { a = 1 }\n"), noEnv)
 	if err == nil || strings.Count(err.Error(), "\n") != 0 || !strings.Contains(err.Error(), "a table") {
 		t.Fatalf("want exactly one wrong-type error, got %v", err)
 	}
@@ -336,7 +336,7 @@ k=1
 // and comments do not count, and real specs pass.
 func TestParseSpecNestingDepth(t *testing.T) {
 	deep := "epochs = 2\nx = " + strings.Repeat("[", 50000) + strings.Repeat("]", 50000) + "\n"
-	_, err := ParseSpec("deep.toml", []byte(deep))
+	_, err := Parse("deep.toml", []byte(deep))
 	if err == nil || !strings.Contains(err.Error(), "deep.toml:2:") || !strings.Contains(err.Error(), "nested more than") {
 		t.Fatalf("50000 levels: %v, want deep.toml:2: nested more than ...", err)
 	}
@@ -351,11 +351,11 @@ func TestParseSpecNestingDepth(t *testing.T) {
 
 // A data_dir in the spec confines the data search to it.
 func TestParseSpecDataDirSet(t *testing.T) {
-	s, err := ParseSpec("a.toml", []byte("data_dir = \"/d\"\n"))
+	s, err := Parse("a.toml", []byte("data_dir = \"/d\"\n"))
 	if err != nil || !s.dataDirSet {
 		t.Fatalf("data_dir set: %v %v", s, err)
 	}
-	if s, err = ParseSpec("b.toml", []byte("epochs = 2\n")); err != nil || s.dataDirSet {
+	if s, err = Parse("b.toml", []byte("epochs = 2\n")); err != nil || s.dataDirSet {
 		t.Fatalf("no data_dir: %v %v", s, err)
 	}
 }

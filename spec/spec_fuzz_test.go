@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzParseSpec: any input either parses into a spec whose grid expands,
-// or fails with *SpecError values; it never panics.
+// or fails with *Error values; it never panics.
 func FuzzParseSpec(f *testing.F) {
 	for _, c := range specErrCases {
 		f.Add([]byte(c.src))
@@ -21,11 +21,11 @@ func FuzzParseSpec(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		s, err := parseSpec("f.toml", src, noEnv)
+		s, err := ParseWithEnv("f.toml", src, noEnv)
 		if err != nil {
-			var se *SpecError
+			var se *Error
 			if !errors.As(err, &se) || s != nil {
-				t.Fatalf("error %v is not a *SpecError (spec %v)", err, s)
+				t.Fatalf("error %v is not a *Error (spec %v)", err, s)
 			}
 			return
 		}

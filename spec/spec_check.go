@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import (
 	"fmt"
@@ -189,7 +189,7 @@ func (d *decoder) crossChecks(s *Spec) {
 	if err := checkTemplate(s.Checkpoint); err != "" {
 		d.errf("checkpoint", "%s", err)
 	}
-	if s.Device == "cpu" && gpuOnlyComm(s.Comm) {
+	if s.Device == "cpu" && GPUOnlyComm(s.Comm) {
 		d.errf(d.either("comm", "device"), "%q needs GPU ranks, but device = \"cpu\" (want \"auto\" or \"host\")", s.Comm)
 	}
 	f := s.FP16
@@ -207,3 +207,6 @@ func (d *decoder) either(paths ...string) string {
 	}
 	return paths[len(paths)-1]
 }
+
+// GPUOnlyComm reports whether comm is a value only GPU ranks can use.
+func GPUOnlyComm(comm string) bool { return comm == "device" || comm == "nccl" }

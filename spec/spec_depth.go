@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import "fmt"
 
@@ -12,7 +12,7 @@ const maxSpecDepth = 32
 // comments and names the line where it passes maxSpecDepth.
 func checkSpecDepth(file string, src []byte) error {
 	if len(src) > maxSpecBytes {
-		return &SpecError{File: file, Line: 1, Msg: fmt.Sprintf("%d bytes, over the %d a spec may have", len(src), maxSpecBytes)}
+		return &Error{File: file, Line: 1, Msg: fmt.Sprintf("%d bytes, over the %d a spec may have", len(src), maxSpecBytes)}
 	}
 	depth, line := 0, 1
 	var quote byte // the open string's quote character, or 0
@@ -38,7 +38,7 @@ func checkSpecDepth(file string, src []byte) error {
 			comment = true
 		case c == '[' || c == '{':
 			if depth++; depth > maxSpecDepth {
-				return &SpecError{File: file, Line: line,
+				return &Error{File: file, Line: line,
 					Msg: fmt.Sprintf("arrays and tables nested more than %d deep (a spec needs a few levels)", maxSpecDepth)}
 			}
 		case c == ']' || c == '}':

@@ -1,4 +1,4 @@
-package runner
+package report
 
 import (
 	"errors"
@@ -37,8 +37,8 @@ func plotColor(i int) color.RGBA { return plotPalette[i%len(plotPalette)] }
 
 // plotCurves are the rows that have an accuracy curve, in order: the i-th
 // is drawn in plotColor(i).
-func plotCurves(rows []ReportRow) []ReportRow {
-	var out []ReportRow
+func plotCurves(rows []Row) []Row {
+	var out []Row
 	for _, r := range rows {
 		if len(r.Curve) > 0 {
 			out = append(out, r)
@@ -51,7 +51,7 @@ func plotCurves(rows []ReportRow) []ReportRow {
 // (accuracy in % against epoch) of the rows that have one, one colour per
 // row, peers dashed, with axes, ticks, grid and a legend. Reference rows
 // have no curve and are not drawn.
-func PlotAccuracy(w io.Writer, rows []ReportRow, width, height int) error {
+func PlotAccuracy(w io.Writer, rows []Row, width, height int) error {
 	curves := plotCurves(rows)
 	if len(curves) == 0 {
 		return errors.New("plot: no run has an evaluated epoch, nothing to draw")
@@ -72,7 +72,7 @@ func PlotAccuracy(w io.Writer, rows []ReportRow, width, height int) error {
 
 // curveDashed tells the peer's curves and the second round of colours
 // apart from ours.
-func curveDashed(r ReportRow, i int) bool {
+func curveDashed(r Row, i int) bool {
 	return r.Source == SourcePeer || i >= len(plotPalette)
 }
 
@@ -85,7 +85,7 @@ type plotFrame struct {
 	scale, penSize int
 }
 
-func newPlotFrame(img *image.RGBA, curves []ReportRow) *plotFrame {
+func newPlotFrame(img *image.RGBA, curves []Row) *plotFrame {
 	s := 1
 	if img.Rect.Dx() >= 640 && img.Rect.Dy() >= 400 {
 		s = 2
@@ -106,7 +106,7 @@ func newPlotFrame(img *image.RGBA, curves []ReportRow) *plotFrame {
 }
 
 // curveExtent is the accuracy range (in %) and the last epoch of curves.
-func curveExtent(curves []ReportRow) (lo, hi float64, maxEpoch int) {
+func curveExtent(curves []Row) (lo, hi float64, maxEpoch int) {
 	lo, hi = 100, 0
 	for _, r := range curves {
 		for _, e := range r.Curve {

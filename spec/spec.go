@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import "resnetlab/engine"
 
@@ -275,8 +275,8 @@ func setF(dst *float64, v *float64) {
 // (linear scaling, as the example does).
 func (s *Spec) ScaledLR(ranks int) float64 { return s.LR * float64(ranks) }
 
-// defaultSpec returns a Spec holding every default; getenv supplies DATA.
-func defaultSpec(file string, getenv func(string) string) *Spec {
+// Defaults returns a Spec holding every default; getenv supplies DATA.
+func Defaults(file string, getenv func(string) string) *Spec {
 	dataDir := getenv("DATA")
 	if dataDir == "" {
 		dataDir = "./data"

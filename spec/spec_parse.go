@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import (
 	"errors"
@@ -18,8 +18,8 @@ import (
 // decoder's memory grows faster than the input.
 const maxSpecBytes = 4 << 20
 
-// LoadSpec reads and validates the spec file at path.
-func LoadSpec(path string) (*Spec, error) {
+// Load reads and validates the spec file at path.
+func Load(path string) (*Spec, error) {
 	src, err := fsutil.ReadFile(path, maxSpecBytes)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -31,17 +31,19 @@ func LoadSpec(path string) (*Spec, error) {
 		}
 		return nil, fmt.Errorf("spec %s: %w", path, err)
 	}
-	return ParseSpec(path, src)
+	return Parse(path, src)
 }
 
-// ParseSpec parses and validates spec source; name is the file name used in
+// Parse parses and validates spec source; name is the file name used in
 // error messages and for the default spec name. The error, when not nil,
 // lists every problem found, one "FILE:LINE: key `x`: ..." per line.
-func ParseSpec(name string, src []byte) (*Spec, error) {
-	return parseSpec(name, src, os.Getenv)
+func Parse(name string, src []byte) (*Spec, error) {
+	return ParseWithEnv(name, src, os.Getenv)
 }
 
-func parseSpec(name string, src []byte, getenv func(string) string) (*Spec, error) {
+// ParseWithEnv is Parse with getenv in place of os.Getenv (tests pass
+// one that sees no environment).
+func ParseWithEnv(name string, src []byte, getenv func(string) string) (*Spec, error) {
 	if err := checkSpecDepth(name, src); err != nil {
 		return nil, err
 	}
@@ -51,7 +53,7 @@ func parseSpec(name string, src []byte, getenv func(string) string) (*Spec, erro
 		return nil, syntaxError(name, err)
 	}
 	d := &decoder{file: name, md: md, idx: indexLines(string(src)), bad: map[string]bool{}}
-	s := defaultSpec(name, getenv)
+	s := Defaults(name, getenv)
 	d.topLevel(&raw, s)
 	d.synthetic(raw.Synthetic, s)
 	d.grid(raw.Grid, s)
@@ -74,25 +76,28 @@ func parseSpec(name string, src []byte, getenv func(string) string) (*Spec, erro
 func syntaxError(file string, err error) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		e := &SpecError{File: file, Line: pe.Position.Line, Key: pe.LastKey,
+		e := &Error{File: file, Line: pe.Position.Line, Key: pe.LastKey,
 			Msg: "TOML syntax error: " + pe.Message}
 		if e.Line < 1 {
 			e.Line = 1
 		}
 		return e
 	}
-	return &SpecError{File: file, Line: 1, Msg: "cannot decode TOML: " + err.Error()}
+	return &Error{File: file, Line: 1, Msg: "cannot decode TOML: " + err.Error()}
 }
 
+// MaxEpochs, maxRanks and MaxImages bound what a spec may ask for, so no
+// value can ask for an allocation the input cannot justify; checkpoint and
+// import readers apply the same bounds.
 const (
-	maxEpochs = 100000
+	MaxEpochs = 100000
 	maxRanks  = 1024
-	maxImages = 10000000
+	MaxImages = 10000000
 )
 
 func (d *decoder) topLevel(r *rawSpec, s *Spec) {
 	d.stringVal("name", r.Name, &s.Name, "a string", nil)
-	d.intVal("epochs", r.Epochs, &s.Epochs, intRange(1, maxEpochs))
+	d.intVal("epochs", r.Epochs, &s.Epochs, intRange(1, MaxEpochs))
 	d.intVal("batch_size", r.BatchSize, &s.BatchSize, intRange(1, 1<<20))
 	d.stringVal("dataset", r.Dataset, &s.Dataset, "a string", datasets)
 	d.stringVal("data_dir", r.DataDir, &s.DataDir, "a directory path", nil)
@@ -101,13 +106,13 @@ func (d *decoder) topLevel(r *rawSpec, s *Spec) {
 	d.intVal("width", r.Width, &s.Width, intRange(1, model.MaxWidth))
 	d.int64Val("seed", r.Seed, &s.Seed, intRange(math.MinInt64, math.MaxInt64))
 	d.floatVal("lr", r.LR, &s.LR, floatRange(0, 10, true, false))
-	d.intList("milestones", r.Milestones, &s.Milestones, intRange(1, maxEpochs))
+	d.intList("milestones", r.Milestones, &s.Milestones, intRange(1, MaxEpochs))
 	d.floatVal("gamma", r.Gamma, &s.Gamma, floatRange(0, 1, true, false))
 	d.stringVal("checkpoint", r.Checkpoint, &s.Checkpoint, "a directory path", nil)
-	d.intVal("interval", r.Interval, &s.Interval, intRange(0, maxEpochs))
-	d.intVal("resume", r.Resume, &s.Resume, intRange(0, maxEpochs))
+	d.intVal("interval", r.Interval, &s.Interval, intRange(0, MaxEpochs))
+	d.intVal("resume", r.Resume, &s.Resume, intRange(0, MaxEpochs))
 	d.floatVal("target_acc", r.TargetAcc, &s.TargetAcc, floatRange(0, 1, false, false))
-	d.intVal("eval_every", r.EvalEvery, &s.EvalEvery, intRange(0, maxEpochs))
+	d.intVal("eval_every", r.EvalEvery, &s.EvalEvery, intRange(0, MaxEpochs))
 	d.stringVal("results_dir", r.ResultsDir, &s.ResultsDir, "a directory path", nil)
 	d.stringVal("device", r.Device, &s.Device, "a string", devices)
 	d.boolVal("concurrent", r.Concurrent, &s.Concurrent)
@@ -136,8 +141,8 @@ func (d *decoder) synthetic(p toml.Primitive, s *Spec) {
 	var r rawSynthetic
 	seedSet := false
 	if d.table("synthetic", p, &r) {
-		d.intVal("synthetic.train", r.Train, &s.Synthetic.Train, intRange(1, maxImages))
-		d.intVal("synthetic.test", r.Test, &s.Synthetic.Test, intRange(1, maxImages))
+		d.intVal("synthetic.train", r.Train, &s.Synthetic.Train, intRange(1, MaxImages))
+		d.intVal("synthetic.test", r.Test, &s.Synthetic.Test, intRange(1, MaxImages))
 		seedSet = d.int64Val("synthetic.seed", r.Seed, &s.Synthetic.Seed,
 			intRange(math.MinInt64, math.MaxInt64))
 	}

@@ -1,4 +1,4 @@
-package runner
+package report
 
 import (
 	"encoding/json"
@@ -7,24 +7,62 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"resnetlab/fsutil"
+	"resnetlab/spec"
 	"strings"
 	"unicode/utf8"
 )
 
-var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+// Status is how a run ended, as its result file records it.
+type Status string
 
-// ResultPath is where WriteResult puts r: DIR/<spec>-<run>.json (just
-// <run>.json when r.Spec is empty). The spec name is part of it because run
-// ids repeat across specs ("torch_ddp-fp32-1") and results of different
-// specs share the results directory.
+// Run statuses.
+const (
+	StatusDone        Status = "done"        // trained every epoch (and reached target_acc, when set)
+	StatusFailed      Status = "failed"      // an error stopped it, or it missed target_acc
+	StatusStopped     Status = "stopped"     // the user stopped it
+	StatusInterrupted Status = "interrupted" // Ctrl-C or SIGTERM: not the run's fault, resumable
+)
+
+// EpochResult is one epoch's line in results/<run>.json.
+type EpochResult struct {
+	Epoch   int     `json:"epoch"`
+	Loss    float64 `json:"loss"`
+	TestAcc float64 `json:"test_acc"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Result is what results/<run>.json holds.
+type Result struct {
+	Run             string        `json:"run"`
+	Spec            string        `json:"spec"`
+	Plugin          string        `json:"plugin"`
+	Precision       string        `json:"precision"`
+	WorldSize       int           `json:"world_size"`
+	Dataset         string        `json:"dataset"`
+	Backend         string        `json:"backend"`
+	Devices         []string      `json:"devices"`
+	Comm            string        `json:"comm,omitempty"` // host, host-staged, device or nccl
+	Width           int           `json:"width"`
+	BatchSize       int           `json:"batch_size"`
+	Epochs          int           `json:"epochs"`
+	EpochResults    []EpochResult `json:"per_epoch"`
+	FinalTestAcc    float64       `json:"final_test_acc"`
+	BestTestAcc     float64       `json:"best_test_acc"`
+	PerClassAcc     []float64     `json:"per_class_acc"`
+	TrainSeconds    float64       `json:"train_seconds"`
+	ImagesPerSecond float64       `json:"images_per_second"`
+	PeakDeviceBytes []int64       `json:"peak_device_bytes_per_rank"`
+	PeakHostBytes   []int64       `json:"peak_host_bytes_per_rank"`
+	ModelSHA256     string        `json:"model_sha256"`
+	Status          Status        `json:"status"`
+	Error           string        `json:"error,omitempty"`
+}
+
+// ResultPath is where WriteResult puts r: DIR/<spec>-<run>.json (see
+// spec.ResultFile).
 func ResultPath(dir string, r *Result) string {
-	name := r.Run
-	if r.Spec != "" {
-		name = r.Spec + "-" + r.Run
-	}
-	return filepath.Join(dir, unsafeFileChars.ReplaceAllString(name, "_")+".json")
+	return filepath.Join(dir, spec.ResultFile(r.Spec, r.Run))
 }
 
 // WriteResult writes r as indented JSON to ResultPath(dir, r), atomically,
@@ -42,7 +80,7 @@ func WriteResult(dir string, r *Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("result %s: %w", path, err)
 	}
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return fsutil.WriteFileAtomic(path, func(w io.Writer) error {
 		_, err := w.Write(append(js, '\n'))
 		return err
 	})
@@ -165,7 +203,7 @@ func peakMem(peaks []int64) string {
 	if m == 0 {
 		return "-"
 	}
-	return FormatSize(m)
+	return spec.FormatSize(m)
 }
 
 // writeAligned writes rows as left-aligned columns two spaces apart and

@@ -1,4 +1,4 @@
-package runner
+package report
 
 import (
 	"image"
@@ -68,7 +68,7 @@ func plotSign(n int) int {
 // drawLegend lists the curves in a framed box in the lower right corner of
 // the plot area (accuracy curves rise, so that corner is mostly empty),
 // each label after a stroke of its curve's colour and dash.
-func (f *plotFrame) drawLegend(curves []ReportRow) {
+func (f *plotFrame) drawLegend(curves []Row) {
 	s := f.scale
 	pad, swatch, rowH := 4*s, 16*s, glyphH*s+4*s
 	maxText := f.area.Dx()*3/5 - swatch - 3*pad

@@ -1,4 +1,4 @@
-package runner
+package report
 
 import (
 	"math"
@@ -26,7 +26,7 @@ func TestReportPeerLog(t *testing.T) {
 		t.Fatalf("parsed %+v summary %+v", p.Epochs, p.Summary)
 	}
 	row := p.Row()
-	want := ReportRow{Label: "peer: peer_amp", Source: SourcePeer, Plugin: "pytorch", Precision: "fp16",
+	want := Row{Label: "peer: peer_amp", Source: SourcePeer, Plugin: "pytorch", Precision: "fp16",
 		Dataset: "fashion-mnist", WorldSize: 1, EpochsDone: 3, EpochsPlanned: 3, HasFinal: true, FinalAcc: 0.64,
 		BestAcc: 0.66, BestEpoch: 2, WallSeconds: 33.4, Status: "done"}
 	row.Curve, row.MeanEpochSeconds = nil, math.Round(row.MeanEpochSeconds*1000)/1000
@@ -50,8 +50,8 @@ func TestReportPeerLogCut(t *testing.T) {
 		row.BestEpoch != 2 || row.EpochsPlanned != 0 {
 		t.Errorf("cut log row %+v", row)
 	}
-	rows := BuildReport(reportResults()[1:2], []*PeerLog{p}, false)
-	cells := byColumn(markdownTable(t, ReportMarkdown(rows)))
+	rows := Build(reportResults()[1:2], []*PeerLog{p}, false)
+	cells := byColumn(markdownTable(t, Markdown(rows)))
 	if got := cells["peer: cut"]["Δ vs torch_ddp-fp32-1 (pts)"]; got != "+6.00" {
 		t.Errorf("peer delta %q, want +6.00", got)
 	}

@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import (
 	"errors"
@@ -6,17 +6,17 @@ import (
 	"sort"
 )
 
-// SpecError is one problem found in a spec file. Its message reads
+// Error is one problem found in a spec file. Its message reads
 // "FILE:LINE: key `KEY`: MSG", MSG saying what is wrong and, in parentheses,
 // what was expected.
-type SpecError struct {
+type Error struct {
 	File string
 	Line int
 	Key  string // dotted path, "run[2].plugin" for the 2nd [[run]]; "" if none
 	Msg  string
 }
 
-func (e *SpecError) Error() string {
+func (e *Error) Error() string {
 	if e.Key == "" {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}
@@ -25,7 +25,7 @@ func (e *SpecError) Error() string {
 
 // joinSpecErrors orders errors by line so a user can fix them top-down;
 // the result prints one error per line.
-func joinSpecErrors(errs []*SpecError) error {
+func joinSpecErrors(errs []*Error) error {
 	if len(errs) == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package runner
+package report
 
 import (
 	"bufio"
@@ -133,9 +133,9 @@ func peerDataset(data string) string {
 }
 
 // Row is the report row of the peer run.
-func (p *PeerLog) Row() ReportRow {
+func (p *PeerLog) Row() Row {
 	name := strings.TrimSuffix(filepath.Base(p.Path), filepath.Ext(p.Path))
-	row := ReportRow{
+	row := Row{
 		Label: "peer: " + name, Source: SourcePeer, Plugin: "pytorch", Dataset: p.Dataset, WorldSize: 1,
 		EpochsDone: len(p.Epochs), Curve: evaluatedEpochs(p.Epochs), Status: "incomplete",
 		MeanEpochSeconds: meanEpochSeconds(p.Epochs),

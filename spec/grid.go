@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import (
 	"fmt"
@@ -194,7 +194,7 @@ func (s *Spec) checkDirsDistinct(cells []Cell) error {
 	owner := map[string]string{}
 	for _, c := range cells {
 		if prev, ok := owner[c.CheckpointDir]; ok {
-			return &SpecError{File: s.File, Line: s.src.line("checkpoint"), Key: "checkpoint",
+			return &Error{File: s.File, Line: s.src.line("checkpoint"), Key: "checkpoint",
 				Msg: fmt.Sprintf("runs %s and %s would share checkpoint directory %q "+
 					"(want a template with {plugin}, {precision} and {gpus}, e.g. \"./checkpoint/{plugin}-{precision}-{gpus}\")",
 					prev, c.ID, c.CheckpointDir)}
@@ -219,7 +219,7 @@ func (s *Spec) CheckDevices(n int) error {
 	}
 	for _, c := range cells {
 		if c.WorldSize > n {
-			return &SpecError{File: s.File, Line: s.src.line("share_devices"), Key: "share_devices",
+			return &Error{File: s.File, Line: s.src.line("share_devices"), Key: "share_devices",
 				Msg: fmt.Sprintf("run %s needs %d devices but %d are available "+
 					"(want share_devices = true to put several ranks on one device, or gpus <= %d)",
 					c.ID, c.WorldSize, n, n)}

@@ -1,4 +1,6 @@
-package runner
+package report
+
+import "resnetlab/spec"
 
 // referenceSource says where ReferenceCIFAR10 comes from.
 const referenceSource = "ColossalAI README, ResNet-18 on CIFAR-10, 80 epochs " +
@@ -14,21 +16,21 @@ var ReferenceCIFAR10 = []struct {
 	Ranks                     int
 	Acc                       float64
 }{
-	{"single-GPU FP32", PluginTorchDDP, "fp32", 1, 0.8585},
-	{"DDP FP32", PluginTorchDDP, "fp32", 0, 0.8491},
-	{"DDP FP16", PluginTorchDDPFP16, "fp16", 0, 0.8546},
-	{"Low Level ZeRO", PluginLowLevelZero, "fp16", 0, 0.8450},
-	{"Gemini", PluginGemini, "fp16", 0, 0.8460},
+	{"single-GPU FP32", spec.PluginTorchDDP, "fp32", 1, 0.8585},
+	{"DDP FP32", spec.PluginTorchDDP, "fp32", 0, 0.8491},
+	{"DDP FP16", spec.PluginTorchDDPFP16, "fp16", 0, 0.8546},
+	{"Low Level ZeRO", spec.PluginLowLevelZero, "fp16", 0, 0.8450},
+	{"Gemini", spec.PluginGemini, "fp16", 0, 0.8460},
 }
 
 // referenceEpochs is the length of the runs behind ReferenceCIFAR10.
 const referenceEpochs = 80
 
 // ReferenceRows are ReferenceCIFAR10 as report rows.
-func ReferenceRows() []ReportRow {
-	var rows []ReportRow
+func ReferenceRows() []Row {
+	var rows []Row
 	for _, r := range ReferenceCIFAR10 {
-		rows = append(rows, ReportRow{
+		rows = append(rows, Row{
 			Label: "reference: " + r.Column, Source: SourceReference, Plugin: r.Plugin,
 			Precision: r.Precision, Dataset: "cifar10", WorldSize: r.Ranks, EpochsDone: referenceEpochs,
 			HasFinal: true, FinalAcc: r.Acc, Status: "published",

@@ -1,4 +1,4 @@
-package runner
+package report
 
 import (
 	"fmt"
@@ -69,7 +69,7 @@ func byColumn(rows [][]string) map[string]map[string]string {
 
 func TestReportTable(t *testing.T) {
 	rs := reportResults()
-	md := ReportMarkdown(BuildReport(rs, nil, false))
+	md := Markdown(Build(rs, nil, false))
 	rows := markdownTable(t, md)
 	var order []string
 	for _, r := range rows[1:] {
@@ -102,23 +102,23 @@ func TestReportTable(t *testing.T) {
 }
 
 func TestReportBaseline(t *testing.T) {
-	mk := func(plugin, precision string, ranks int, status string) ReportRow {
-		return ReportRow{Label: plugin, Source: SourceRun, Plugin: plugin, Precision: precision, WorldSize: ranks,
+	mk := func(plugin, precision string, ranks int, status string) Row {
+		return Row{Label: plugin, Source: SourceRun, Plugin: plugin, Precision: precision, WorldSize: ranks,
 			Status: status, HasFinal: true, FinalAcc: 0.5, Dataset: "cifar10"}
 	}
-	rows := []ReportRow{mk("gemini", "fp32", 1, "done"), mk("torch_ddp", "fp32", 1, "stopped"),
+	rows := []Row{mk("gemini", "fp32", 1, "done"), mk("torch_ddp", "fp32", 1, "stopped"),
 		mk("torch_ddp", "fp32", 1, "done"), mk("torch_ddp", "fp16", 1, "done")}
-	if got := ReportBaseline(rows); got != 2 {
+	if got := Baseline(rows); got != 2 {
 		t.Errorf("baseline %d, want 2 (torch_ddp, done)", got)
 	}
-	if got := ReportBaseline(rows[:2]); got != 1 {
+	if got := Baseline(rows[:2]); got != 1 {
 		t.Errorf("baseline %d, want 1 (torch_ddp before status)", got)
 	}
-	none := []ReportRow{mk("torch_ddp", "fp16", 1, "done"), mk("torch_ddp", "fp32", 2, "done")}
-	if got := ReportBaseline(none); got != -1 {
+	none := []Row{mk("torch_ddp", "fp16", 1, "done"), mk("torch_ddp", "fp32", 2, "done")}
+	if got := Baseline(none); got != -1 {
 		t.Errorf("baseline %d, want -1", got)
 	}
-	if md := ReportMarkdown(none); strings.Contains(md, "Δ") {
+	if md := Markdown(none); strings.Contains(md, "Δ") {
 		t.Errorf("delta column without an fp32 single-rank run:\n%s", md)
 	}
 }
@@ -126,14 +126,14 @@ func TestReportBaseline(t *testing.T) {
 func TestReportMultiSpecLabels(t *testing.T) {
 	a, b := reportResults()[0], reportResults()[1]
 	a.Spec, b.Spec = "zero", "smoke"
-	rows := BuildReport([]*Result{a, b}, nil, false)
+	rows := Build([]*Result{a, b}, nil, false)
 	if rows[0].Label != "smoke/torch_ddp-fp32-1" || rows[1].Label != "zero/torch_ddp-fp32-2" {
 		t.Errorf("labels %q %q", rows[0].Label, rows[1].Label)
 	}
 }
 
 func TestReportReferenceRows(t *testing.T) {
-	md := ReportMarkdown(BuildReport(reportResults(), nil, true))
+	md := Markdown(Build(reportResults(), nil, true))
 	cells := byColumn(markdownTable(t, md))
 	dcol := "Δ vs torch_ddp-fp32-1 (pts)"
 	for _, ref := range ReferenceCIFAR10 {
@@ -193,7 +193,7 @@ func TestReportFormatWall(t *testing.T) {
 }
 
 func TestReportMarkdownEscapesPipes(t *testing.T) {
-	md := ReportMarkdown([]ReportRow{{Label: "a|b", Source: SourceRun}})
+	md := Markdown([]Row{{Label: "a|b", Source: SourceRun}})
 	rows := markdownTable(t, strings.ReplaceAll(md, `\|`, "¦"))
 	if len(rows) != 2 || len(rows[1]) != len(rows[0]) || rows[1][0] != "a¦b" {
 		t.Errorf("pipe split the row: %q", md)

@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import (
 	"fmt"
@@ -96,12 +96,12 @@ type decoder struct {
 	file string
 	md   toml.MetaData
 	idx  lineIndex
-	errs []*SpecError
+	errs []*Error
 	bad  map[string]bool // paths whose value had the wrong type
 }
 
 func (d *decoder) errf(path, format string, args ...any) {
-	d.errs = append(d.errs, &SpecError{File: d.file, Line: d.idx.line(path),
+	d.errs = append(d.errs, &Error{File: d.file, Line: d.idx.line(path),
 		Key: path, Msg: fmt.Sprintf(format, args...)})
 }
 
@@ -410,6 +410,15 @@ func contains(list []string, s string) bool {
 }
 
 // orList formats ["a","b","c"] as `"a", "b" or "c"`.
+// CheckDevice says what is wrong with device as a device value ("want
+// auto, cpu or cuda"), or nil when a spec accepts it.
+func CheckDevice(device string) error {
+	if !contains(devices, device) {
+		return fmt.Errorf("want %s", orList(devices))
+	}
+	return nil
+}
+
 func orList(list []string) string {
 	q := make([]string, len(list))
 	for i, s := range list {

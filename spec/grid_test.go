@@ -1,4 +1,4 @@
-package runner
+package spec
 
 import (
 	"errors"
@@ -134,7 +134,7 @@ func TestCellsOnlyRunsAndDefault(t *testing.T) {
 func TestCellsSharedCheckpointDir(t *testing.T) {
 	src := "\n[grid]\nplugin = [\"torch_ddp\", \"gemini\"]\n"
 	_, _, err := mustParse(t, src).Cells() // interval 5 by default
-	var se *SpecError
+	var se *Error
 	if !errors.As(err, &se) || se.Key != "checkpoint" ||
 		!strings.Contains(err.Error(), "runs torch_ddp-fp32-1 and gemini-fp16-1 would share checkpoint directory") {
 		t.Fatalf("want a shared-directory error, got %v", err)
@@ -214,7 +214,7 @@ func TestCellsPathTooLong(t *testing.T) {
 		{"results_dir = \"r/" + long + "\"\n", "results_dir"},
 	} {
 		_, _, err := mustParse(t, c.src).Cells()
-		var se *SpecError
+		var se *Error
 		if !errors.As(err, &se) || se.Key != c.key || !strings.Contains(err.Error(), "over the 255") {
 			t.Errorf("%.30s...: got %v, want an error on key %s", c.src, err, c.key)
 		}

@@ -1,8 +1,9 @@
-package runner
+package report
 
 import (
 	"fmt"
 	"math"
+	"resnetlab/spec"
 	"sort"
 	"strings"
 )
@@ -14,9 +15,9 @@ const (
 	SourceReference = "reference"
 )
 
-// ReportRow is one line of `resnetlab report`: a resnetlab run, a PyTorch
+// Row is one line of `resnetlab report`: a resnetlab run, a PyTorch
 // peer log or a published reference number. Zero numbers mean "unknown".
-type ReportRow struct {
+type Row struct {
 	Label, Source              string
 	Plugin, Precision, Dataset string
 	WorldSize                  int
@@ -33,14 +34,14 @@ type ReportRow struct {
 	Status, Error              string
 }
 
-// BuildReport turns results, peer logs and (when reference is set) the published
+// Build turns results, peer logs and (when reference is set) the published
 // reference numbers into report rows: runs sorted by spec, plugin,
 // precision and ranks, then peers, then the reference rows.
-func BuildReport(results []*Result, peers []*PeerLog, reference bool) []ReportRow {
+func Build(results []*Result, peers []*PeerLog, reference bool) []Row {
 	rs := append([]*Result(nil), results...)
 	sort.SliceStable(rs, func(i, j int) bool { return resultLess(rs[i], rs[j]) })
 	multiSpec := len(rs) > 0 && hasSeveralSpecs(rs)
-	var rows []ReportRow
+	var rows []Row
 	for _, r := range rs {
 		rows = append(rows, ResultRow(r, multiSpec))
 	}
@@ -68,8 +69,8 @@ func resultLess(a, b *Result) bool {
 
 // ResultRow is the report row of one resnetlab run; withSpec prefixes the
 // label with the spec name (several specs in one report).
-func ResultRow(r *Result, withSpec bool) ReportRow {
-	row := ReportRow{
+func ResultRow(r *Result, withSpec bool) Row {
+	row := Row{
 		Label: runLabel(r, withSpec), Source: SourceRun, Plugin: r.Plugin, Precision: r.Precision,
 		Dataset: r.Dataset, WorldSize: r.WorldSize, EpochsDone: len(r.EpochResults), EpochsPlanned: r.Epochs,
 		Curve: evaluatedEpochs(r.EpochResults), WallSeconds: r.TrainSeconds, ImagesPerSec: r.ImagesPerSecond,
@@ -86,7 +87,7 @@ func ResultRow(r *Result, withSpec bool) ReportRow {
 // setAccuracy fills the final and best accuracy from the curve, falling
 // back to the given numbers (best without its epoch) when no epoch was
 // evaluated.
-func (row *ReportRow) setAccuracy(final, best float64) {
+func (row *Row) setAccuracy(final, best float64) {
 	if len(row.Curve) == 0 {
 		row.HasFinal = final > 0
 		row.FinalAcc, row.BestAcc = final, best
@@ -128,17 +129,17 @@ func meanEpochSeconds(es []EpochResult) float64 {
 	return sum / float64(len(es))
 }
 
-// ReportBaseline is the index of the row the accuracy deltas are measured
+// Baseline is the index of the row the accuracy deltas are measured
 // against: a resnetlab fp32 single-rank run, preferring torch_ddp and
 // finished runs; -1 when there is none.
-func ReportBaseline(rows []ReportRow) int {
+func Baseline(rows []Row) int {
 	best, bestScore := -1, -1
 	for i, r := range rows {
 		if r.Source != SourceRun || r.Precision != "fp32" || r.WorldSize != 1 || !r.HasFinal {
 			continue
 		}
 		score := 0
-		if r.Plugin == PluginTorchDDP {
+		if r.Plugin == spec.PluginTorchDDP {
 			score += 2
 		}
 		if r.Status == string(StatusDone) {
@@ -153,17 +154,17 @@ func ReportBaseline(rows []ReportRow) int {
 
 // reportDelta is row's final accuracy minus the baseline's, in percentage points;
 // ok is false when either is unknown or they ran on different data sets.
-func reportDelta(row, base ReportRow) (pts float64, ok bool) {
+func reportDelta(row, base Row) (pts float64, ok bool) {
 	if !row.HasFinal || !base.HasFinal || row.Dataset == "" || row.Dataset != base.Dataset {
 		return 0, false
 	}
 	return 100 * (row.FinalAcc - base.FinalAcc), true
 }
 
-// ReportMarkdown renders rows as a Markdown table followed by notes (the
+// Markdown renders rows as a Markdown table followed by notes (the
 // baseline of the delta column, sources, errors of failed runs).
-func ReportMarkdown(rows []ReportRow) string {
-	base := ReportBaseline(rows)
+func Markdown(rows []Row) string {
+	base := Baseline(rows)
 	header := []string{"Run", "Source", "Plugin", "Precision", "Ranks", "Data", "Epochs", "Final acc",
 		"Best acc (epoch)"}
 	if base >= 0 {
@@ -180,7 +181,7 @@ func ReportMarkdown(rows []ReportRow) string {
 	return b.String()
 }
 
-func markdownCells(r ReportRow, i, base int, rows []ReportRow) []string {
+func markdownCells(r Row, i, base int, rows []Row) []string {
 	cells := []string{r.Label, r.Source, orDash(r.Plugin), orDash(r.Precision), intOrDash(r.WorldSize),
 		orDash(r.Dataset), epochsCell(r), "-", "-"}
 	if r.HasFinal {
@@ -201,13 +202,13 @@ func markdownCells(r ReportRow, i, base int, rows []ReportRow) []string {
 	}
 	mem := "-"
 	if r.PeakDeviceBytes > 0 {
-		mem = FormatSize(r.PeakDeviceBytes)
+		mem = spec.FormatSize(r.PeakDeviceBytes)
 	}
 	return append(cells, formatWall(r.WallSeconds), secondsOrDash(r.MeanEpochSeconds), ips, mem,
 		orDash(r.Status))
 }
 
-func deltaCell(r ReportRow, i, base int, rows []ReportRow) string {
+func deltaCell(r Row, i, base int, rows []Row) string {
 	if i == base {
 		return "baseline"
 	}
@@ -218,7 +219,7 @@ func deltaCell(r ReportRow, i, base int, rows []ReportRow) string {
 	return fmt.Sprintf("%+.2f", d)
 }
 
-func epochsCell(r ReportRow) string {
+func epochsCell(r Row) string {
 	switch {
 	case r.EpochsPlanned > 0:
 		return fmt.Sprintf("%d/%d", r.EpochsDone, r.EpochsPlanned)
@@ -282,7 +283,7 @@ func writeMarkdownRow(b *strings.Builder, cells []string) {
 	b.WriteString("\n")
 }
 
-func writeReportNotes(b *strings.Builder, rows []ReportRow, base int) {
+func writeReportNotes(b *strings.Builder, rows []Row, base int) {
 	b.WriteString("\nWall time: resnetlab train_seconds (sum of epoch times); peer: its total_s " +
 		"(or the sum of its epoch times). Peak dev mem/rank: the largest per-rank peak.\n")
 	if base >= 0 {
