@@ -10,7 +10,7 @@ import (
 )
 
 // DeviceComm on real GPU ranks (skipped without a GPU). On the device
-// machine these run from a compiled test binary (scripts/device_run.sh,
+// machine these run from a compiled test binary (scripts/device_check.sh,
 // stage comm):
 //
 //	CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/comm.test ./comm
