@@ -7,44 +7,33 @@ import (
 
 	"resnetlab/kernels"
 	"resnetlab/kernels/cuda"
+
+	"resnetlab/internal/testutil"
 )
 
 // DeviceComm on real GPU ranks (skipped without a GPU). On the device
-// machine these run from a compiled test binary (scripts/device_run.sh,
+// machine these run from a compiled test binary (scripts/device_check.sh,
 // stage comm):
 //
 //	CGO_ENABLED=0 go test -c -ldflags='-s -w' -o .dev/comm.test ./comm
 //	.dev/comm.test -test.run 'Device|NCCL' -test.v
 //	.dev/comm.test -test.run '^$' -test.bench DeviceComm -test.benchtime 30x
 
-func needGPU(tb testing.TB) int {
-	tb.Helper()
-	if err := cuda.Available(); err != nil {
-		tb.Skip("no GPU: ", err)
-	}
-	return cuda.DeviceCount()
-}
-
-// onDevices opens rank r's CUDA backend on devs[r % len(devs)].
-func onDevices(devs ...int) func(r int) (kernels.Backend, error) {
-	return func(r int) (kernels.Backend, error) { return cuda.New(devs[r%len(devs)]) }
-}
-
 // TestDeviceCommCUDA runs the CPU suite on 2 and 3 ranks sharing GPU 0
 // (one primary context, one stream each), and on 2 GPUs where there are
 // two: the GPU's copies, adds, scales and conversions must give the same
 // bits as the plain loops.
 func TestDeviceCommCUDA(t *testing.T) {
-	n := needGPU(t)
+	n := testutil.NeedGPU(t)
 	sizes := []int{7, 1, 0, 1001, 1<<20 + 3}
 	for _, w := range []int{2, 3} {
 		for _, dt := range []kernels.DType{kernels.F32, kernels.F16, kernels.BF16} {
-			devCommSuite(t, w, dt, sizes, onDevices(0))
+			devCommSuite(t, w, dt, sizes, testutil.OnDevices(0))
 		}
 	}
 	if n >= 2 {
 		for _, dt := range []kernels.DType{kernels.F32, kernels.F16} {
-			devCommSuite(t, 2, dt, sizes, onDevices(0, 1))
+			devCommSuite(t, 2, dt, sizes, testutil.OnDevices(0, 1))
 		}
 	} else {
 		t.Log("one GPU: the cross-device case (cuMemcpyPeerAsync) is not run")
@@ -58,7 +47,7 @@ func TestDeviceCommCUDA(t *testing.T) {
 // read a peer's buffer too early (stale input) or too late (overwritten)
 // gets a wrong sum.
 func TestDeviceCommCUDAOrdering(t *testing.T) {
-	needGPU(t)
+	testutil.NeedGPU(t)
 	const w, n, iters = 3, 1 << 22, 24
 	results := make([][]float32, w)
 	onRanks(t, w, func(r int, c Communicator) error {
@@ -107,7 +96,7 @@ func TestDeviceCommCUDAOrdering(t *testing.T) {
 // ForBackend's stream and context binding: the runner's comm = "nccl".
 // fp32 with 2 ranks, where any summation order gives the same bits.
 func TestNCCLCheckedCUDA(t *testing.T) {
-	if needGPU(t) < 2 {
+	if testutil.NeedGPU(t) < 2 {
 		t.Skip("NCCL in one process needs 2 GPUs (one rank each)")
 	}
 	l := loadNCCLOrSkip(t)
@@ -149,7 +138,7 @@ func TestNCCLCheckedCUDA(t *testing.T) {
 // the device synchronised after each (the cost a training step sees).
 // The host-staged path took 45-70 ms per step for DDP (docs/benchmarks.md).
 func BenchmarkDeviceCommAllReduce(b *testing.B) {
-	n := needGPU(b)
+	n := testutil.NeedGPU(b)
 	const elems = 11_181_642
 	cases := []struct {
 		name string
@@ -171,7 +160,7 @@ func BenchmarkDeviceCommAllReduce(b *testing.B) {
 			return NewStagedComm(be, c), nil
 		}}} {
 			b.Run(fmt.Sprintf("%s/%s", c.name, mk.name), func(b *testing.B) {
-				benchAllReduce(b, c.w, elems, onDevices(c.devs...), mk.make)
+				benchAllReduce(b, c.w, elems, testutil.OnDevices(c.devs...), mk.make)
 			})
 		}
 	}

@@ -9,6 +9,8 @@ import (
 
 	"resnetlab/kernels"
 	"resnetlab/kernels/cpu"
+
+	"resnetlab/internal/testutil"
 )
 
 // The DeviceComm tests run the same suite (devCommSuite) on CPU backends
@@ -99,7 +101,7 @@ func devCommStep(be kernels.Backend, d DeviceCommunicator, dt kernels.DType, n i
 		if err := d.AllReduce(x, op); err != nil {
 			return err
 		}
-		if err := diffBits(fmt.Sprintf("AllReduce %s rank %d", op, r), down(x), devReduce(xs, op, dt)); err != nil {
+		if err := testutil.DiffBits(fmt.Sprintf("AllReduce %s rank %d", op, r), down(x), devReduce(xs, op, dt)); err != nil {
 			return err
 		}
 		full := storedInputs(seed+10+uint64(op), w, w*n, dt)
@@ -113,12 +115,12 @@ func devCommStep(be kernels.Backend, d DeviceCommunicator, dt kernels.DType, n i
 		}
 		want := devReduce(full, op, dt)[r*n : r*n+n]
 		if op == Avg {
-			err := diffBits(fmt.Sprintf("ReduceScatter %s rank %d", op, r), down(dst), want)
+			err := testutil.DiffBits(fmt.Sprintf("ReduceScatter %s rank %d", op, r), down(dst), want)
 			if err != nil {
 				return err
 			}
 			be.Free(src)
-		} else if err := diffBits(fmt.Sprintf("ReduceScatter in place rank %d", r), down(src)[r*n:r*n+n], want); err != nil {
+		} else if err := testutil.DiffBits(fmt.Sprintf("ReduceScatter in place rank %d", r), down(src)[r*n:r*n+n], want); err != nil {
 			return err
 		}
 	}
@@ -133,7 +135,7 @@ func devCommStep(be kernels.Backend, d DeviceCommunicator, dt kernels.DType, n i
 		return err
 	}
 	be.Free(src)
-	if err := diffBits(fmt.Sprintf("AllGather rank %d", r), down(dst), all); err != nil {
+	if err := testutil.DiffBits(fmt.Sprintf("AllGather rank %d", r), down(dst), all); err != nil {
 		return err
 	}
 	dst = be.New(kernels.CatParams, dt, w*n)
@@ -142,7 +144,7 @@ func devCommStep(be kernels.Backend, d DeviceCommunicator, dt kernels.DType, n i
 	if err := d.AllGather(dst, own); err != nil {
 		return err
 	}
-	if err := diffBits(fmt.Sprintf("AllGather in place rank %d", r), down(dst), all); err != nil {
+	if err := testutil.DiffBits(fmt.Sprintf("AllGather in place rank %d", r), down(dst), all); err != nil {
 		return err
 	}
 	// Broadcast from the last rank, then from rank 0.
@@ -151,7 +153,7 @@ func devCommStep(be kernels.Backend, d DeviceCommunicator, dt kernels.DType, n i
 		if err := d.Broadcast(x, root); err != nil {
 			return err
 		}
-		if err := diffBits(fmt.Sprintf("Broadcast from %d rank %d", root, r), down(x), xs[root]); err != nil {
+		if err := testutil.DiffBits(fmt.Sprintf("Broadcast from %d rank %d", root, r), down(x), xs[root]); err != nil {
 			return err
 		}
 	}
@@ -186,7 +188,7 @@ func TestDeviceCommMatchesHostForPowersOfTwo(t *testing.T) {
 				return NewHostTensorComm(c)
 			})
 			for r := range dev {
-				if err := diffBits(fmt.Sprintf("world %d %s rank %d", w, dt, r), dev[r], host[r]); err != nil {
+				if err := testutil.DiffBits(fmt.Sprintf("world %d %s rank %d", w, dt, r), dev[r], host[r]); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -195,7 +197,7 @@ func TestDeviceCommMatchesHostForPowersOfTwo(t *testing.T) {
 	// The reference itself: for W = 3 the two rules differ somewhere, so
 	// the documented difference is real and the suite's reference matters.
 	xs := storedInputs(5, 3, 4000, kernels.F32)
-	if diffBits("", devReduce(xs, Avg, kernels.F32), seqReduce(xs, Avg)) == nil {
+	if testutil.DiffBits("", devReduce(xs, Avg, kernels.F32), seqReduce(xs, Avg)) == nil {
 		t.Fatal("x*(1/3) and x/3 agree on 4000 values: the test data cannot tell the rules apart")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"resnetlab/internal/testutil"
 )
 
 var (
@@ -63,22 +65,9 @@ func seqReduce(xs [][]float32, op Op) []float32 {
 
 func sameBits(t *testing.T, what string, got, want []float32) {
 	t.Helper()
-	if err := diffBits(what, got, want); err != nil {
+	if err := testutil.DiffBits(what, got, want); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// diffBits is sameBits for rank goroutines, which must not call t.Fatal.
-func diffBits(what string, got, want []float32) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("%s: %d elements, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			return fmt.Errorf("%s: element %d = %v, want %v", what, i, got[i], want[i])
-		}
-	}
-	return nil
 }
 
 func clone(x []float32) []float32 { return append([]float32(nil), x...) }
@@ -194,7 +183,7 @@ func TestRepeatedDeterministic(t *testing.T) {
 				if err := c.AllReduce(buf, Avg); err != nil {
 					return err
 				}
-				if err := diffBits(fmt.Sprintf("iteration %d rank %d", it, r), buf, seqReduce(xs, Avg)); err != nil {
+				if err := testutil.DiffBits(fmt.Sprintf("iteration %d rank %d", it, r), buf, seqReduce(xs, Avg)); err != nil {
 					return err
 				}
 				shard := make([]float32, n/w)

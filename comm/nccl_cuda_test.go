@@ -12,6 +12,8 @@ import (
 	"github.com/ebitengine/purego"
 
 	"resnetlab/kernels"
+
+	"resnetlab/internal/testutil"
 )
 
 // A few CUDA driver calls, for testing the NCCL binding on a GPU machine
@@ -154,7 +156,7 @@ func TestNCCLOneRank(t *testing.T) {
 		}
 		got := d.download(t, recv, n)
 		want := append(ramp(s.count, 1), make([]float32, n-s.count)...)
-		if err := diffBits(s.name, got, want); err != nil {
+		if err := testutil.DiffBits(s.name, got, want); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -191,7 +193,7 @@ func testNCCLTensors(t *testing.T, d *cudaDriver, comm *NCCLComm) {
 			t.Fatal(err)
 		}
 	}
-	if err := diffBits("tensor collectives", d.download(t, y.Dev, 8), ramp(8, 3)); err != nil {
+	if err := testutil.DiffBits("tensor collectives", d.download(t, y.Dev, 8), ramp(8, 3)); err != nil {
 		t.Fatal(err)
 	}
 	if err := dc.AllGather(&kernels.Tensor{Shape: []int{16}, Dev: y.Dev}, x); err == nil {
@@ -241,7 +243,7 @@ func TestNCCLAllDevices(t *testing.T) {
 	want := seqReduce(xs, Sum) // integers: exact in any order
 	for r, c := range comms {
 		d.use(t, r)
-		if err := diffBits(fmt.Sprintf("rank %d", r), d.download(t, bufs[r], n), want); err != nil {
+		if err := testutil.DiffBits(fmt.Sprintf("rank %d", r), d.download(t, bufs[r], n), want); err != nil {
 			t.Fatal(err)
 		}
 		c.Destroy()

@@ -5,29 +5,17 @@ import (
 
 	"resnetlab/comm"
 	"resnetlab/kernels"
-	"resnetlab/kernels/cuda"
+
+	"resnetlab/internal/testutil"
 )
 
 // The engines over DeviceComm on real GPU ranks (skipped without a GPU).
-
-func needGPU(tb testing.TB) int {
-	tb.Helper()
-	if err := cuda.Available(); err != nil {
-		tb.Skip("no GPU: ", err)
-	}
-	return cuda.DeviceCount()
-}
-
-// onDevices opens rank r's CUDA backend on devs[r % len(devs)].
-func onDevices(devs ...int) func(r int) (kernels.Backend, error) {
-	return func(r int) (kernels.Backend, error) { return cuda.New(devs[r%len(devs)]) }
-}
 
 // TestDeviceCommCUDAEngines: DDP fp16 and ZeRO-2 with 2 ranks on GPU 0
 // over DeviceComm give the same bits as over StagedComm (with 2 ranks both
 // reduce to (x0 + x1) * 0.5 in fp32; the kernels are the same).
 func TestDeviceCommCUDAEngines(t *testing.T) {
-	needGPU(t)
+	testutil.NeedGPU(t)
 	staged := func(be kernels.Backend, c comm.Communicator) (comm.DeviceCommunicator, error) {
 		return comm.NewStagedComm(be, c), nil
 	}
@@ -37,7 +25,7 @@ func TestDeviceCommCUDAEngines(t *testing.T) {
 		{Plugin: TorchDDP, Precision: kernels.F16, Scaler: scaler, BucketElems: 7000},
 		{Plugin: LowLevelZero, ZeroStage: 2, Precision: kernels.F16, Scaler: scaler, BucketElems: 7000},
 	} {
-		tc := trainCfg{world: 2, batch: 20, steps: 3, lr: 2e-3, eng: cfg, open: onDevices(0), comm: staged}
+		tc := trainCfg{world: 2, batch: 20, steps: 3, lr: 2e-3, eng: cfg, open: testutil.OnDevices(0), comm: staged}
 		want, _ := train(t, tc)
 		tc.comm = device
 		got, _ := train(t, tc)

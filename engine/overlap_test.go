@@ -12,6 +12,8 @@ import (
 
 	"resnetlab/kernels"
 	"resnetlab/model"
+
+	"resnetlab/internal/testutil"
 )
 
 // sameState returns "" when two states are equal bit for bit (parameters,
@@ -24,15 +26,15 @@ func sameState(a, b *State) string {
 		return fmt.Sprintf("loss scaler %+v vs %+v", a.Scaler, b.Scaler)
 	}
 	for i := range a.Model {
-		if err := diffBits(a.Model[i].Name, a.Model[i].Data, b.Model[i].Data); err != nil {
+		if err := testutil.DiffBits(a.Model[i].Name, a.Model[i].Data, b.Model[i].Data); err != nil {
 			return err.Error()
 		}
 	}
 	for i := range a.ExpAvg {
-		if err := diffBits(fmt.Sprintf("exp_avg of param %d", i), a.ExpAvg[i], b.ExpAvg[i]); err != nil {
+		if err := testutil.DiffBits(fmt.Sprintf("exp_avg of param %d", i), a.ExpAvg[i], b.ExpAvg[i]); err != nil {
 			return err.Error()
 		}
-		if err := diffBits(fmt.Sprintf("exp_avg_sq of param %d", i), a.ExpAvgSq[i], b.ExpAvgSq[i]); err != nil {
+		if err := testutil.DiffBits(fmt.Sprintf("exp_avg_sq of param %d", i), a.ExpAvgSq[i], b.ExpAvgSq[i]); err != nil {
 			return err.Error()
 		}
 	}

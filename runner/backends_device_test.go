@@ -22,7 +22,7 @@ import (
 // within 0.15 of each other and the mean of the last 10 within 5% (the
 // curves track). As a control, the log gives the same drift between the
 // fp32 GPU run with TF32 convolutions and the exact one. Runs only where a GPU is
-// (scripts/device_run.sh stage "backends", from a `go test -c` binary).
+// (scripts/device_check.sh, from a `go test -c` binary).
 func TestTwentyStepsCPUvsCUDA(t *testing.T) {
 	if err := cuda.Available(); err != nil {
 		t.Skipf("no CUDA GPU: %v", err)

@@ -10,7 +10,7 @@ import (
 // the same three runs (fp32, fp16 with loss-scale re-captures, ZeRO-2 fp16)
 // at width 16 on the GPU, eager and with cuda_graphs = true, must end with
 // the same model file and the same loss at every step. Runs only where a
-// GPU is (scripts/device_run.sh stage "graphs", from a `go test -c` binary).
+// GPU is (scripts/device_check.sh, from a `go test -c` binary).
 func TestCUDAGraphsOnGPU(t *testing.T) {
 	if err := cuda.Available(); err != nil {
 		t.Skipf("no CUDA GPU: %v", err)

@@ -131,17 +131,14 @@ func (b *Backend) gemm(mode int, s convShape, a, c uintptr, out, bias *kernels.T
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// convKernel picks the entry for a GEMM: fp16/bf16 use the version-2
-// loader of src/conv.cu, with its 16-byte loads where vecOK allows.
+// convKernel picks the entry for a GEMM: fp16/bf16 use the _vec entry of
+// src/conv.cu (16-byte loads) where vecOK allows.
 func (b *Backend) convKernel(mode, prec int, s convShape, a, c uintptr) string {
 	name := convKernels[mode][prec]
-	if prec < 2 {
-		return name
+	if prec >= 2 && vecOK(mode, s, a, c) {
+		return name + "_vec"
 	}
-	if vecOK(mode, s, a, c) {
-		return name + "_v2vec"
-	}
-	return name + "_v2"
+	return name
 }
 
 // vecOK reports whether the contiguous operand of a GEMM can be loaded 8

@@ -13,9 +13,9 @@
 // Precisions: PF32 is plain fp32 FMA (exact), PTF32 uses TF32 tensor cores on
 // fp32 storage, PF16/PBF16 use fp16/bf16 tensor cores. Accumulation is
 // always fp32.
-// Loader versions (fp16/bf16 only; the _v2 entries): VER 1 is the original
-// loader (every element goes through fp32 and back); VER 2 moves the 2-byte
-// elements as they are; VER 2 with VEC also loads 8 contiguous elements
+// Loaders: fp32/tf32 elements go through fp32 (tf32 rounds on the store);
+// fp16/bf16 elements move as they are, and the _vec entries also load 8
+// contiguous elements
 // (16 bytes) at once where the operand is contiguous along the reduction:
 // the weights in FWD (needs C*R*S % 8 == 0) and dy in BWDW (needs P*Q % 8
 // == 0), both 16-byte aligned (the host checks and picks the entry). With gridDim.z > 1 the reduction is split: each split writes
@@ -125,7 +125,7 @@ __device__ __forceinline__ int4 kEntry(const ConvShape& s, int kk, int Kg) {
   return make_int4(nb * s.C * s.H * s.W + h0 * s.W + w0, h0, w0, nb * s.K * PQ + pq);
 }
 
-template <int MODE, int PREC, int VER = 1, bool VEC = false>
+template <int MODE, int PREC, bool VEC = false>
 __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<PREC>::T* __restrict__ ga,
                                          const typename Prec<PREC>::T* __restrict__ gb,
                                          typename Prec<PREC>::T* __restrict__ out, float* __restrict__ ws,
@@ -172,12 +172,11 @@ __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<
 
   T ra[16], rb[16];
   uint4 va[2], vb[2];  // VEC: 8 contiguous 2-byte elements each
-  static_assert(VER == 1 || sizeof(T) == 2, "loader version 2 is for fp16/bf16");
-  static_assert(!VEC || VER == 2, "VEC needs VER 2");
+  static_assert(!VEC || sizeof(T) == 2, "16-byte loads are for fp16/bf16");
   auto loadTile = [&](int t) {
     const int k0 = t * BK;
     const int4* kb = ktab[t & 1];
-    if constexpr (VER == 1) {
+    if constexpr (sizeof(T) == 4) {
 #pragma unroll
       for (int j = 0; j < 16; j++) {
         float v = 0.f;
@@ -280,7 +279,7 @@ __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<
     }
   };
   auto storeTile = [&]() {
-    if constexpr (VER == 1) {
+    if constexpr (sizeof(T) == 4) {
 #pragma unroll
       for (int j = 0; j < 16; j++) {
         T a = ra[j], b = rb[j];
@@ -422,48 +421,33 @@ __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<
   }
 }
 
-#define CONV_ENTRY(name, MODE, PREC)                                                                         \
+// fp32/tf32 entries and fp16/bf16 entries without and with 16-byte loads
+// (VEC: the host checks alignment and shape and picks the _vec entry).
+#define CONV_ENTRY(name, MODE, PREC, VEC)                                                                    \
   extern "C" __global__ void __launch_bounds__(NT)                                                          \
       name(ConvShape s, const void* a, const void* b, void* out, float* ws, const void* bias, int bdt,     \
            int tilesPerSplit, int outLen) {                                                                 \
     typedef Prec<PREC>::T T;                                                                                \
-    convGemm<MODE, PREC>(s, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), ws, \
-                         bias, bdt, tilesPerSplit, outLen);                                                 \
+    convGemm<MODE, PREC, VEC>(s, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), \
+                              ws, bias, bdt, tilesPerSplit, outLen);                                        \
   }
 
-// The _v2 entries: loader version 2 (see the top), without and with
-// 16-byte loads.
-#define CONV_ENTRY2(name, MODE, PREC, VEC)                                                                   \
-  extern "C" __global__ void __launch_bounds__(NT)                                                          \
-      name(ConvShape s, const void* a, const void* b, void* out, float* ws, const void* bias, int bdt,     \
-           int tilesPerSplit, int outLen) {                                                                 \
-    typedef Prec<PREC>::T T;                                                                                \
-    convGemm<MODE, PREC, 2, VEC>(s, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), \
-                                 ws, bias, bdt, tilesPerSplit, outLen);                                     \
-  }
-
-CONV_ENTRY(conv_fwd_f32, FWD, PF32)
-CONV_ENTRY(conv_fwd_tf32, FWD, PTF32)
-CONV_ENTRY(conv_fwd_f16, FWD, PF16)
-CONV_ENTRY(conv_fwd_bf16, FWD, PBF16)
-CONV_ENTRY(conv_bwdd_f32, BWDD, PF32)
-CONV_ENTRY(conv_bwdd_tf32, BWDD, PTF32)
-CONV_ENTRY(conv_bwdd_f16, BWDD, PF16)
-CONV_ENTRY(conv_bwdd_bf16, BWDD, PBF16)
-CONV_ENTRY(conv_bwdw_f32, BWDW, PF32)
-CONV_ENTRY(conv_bwdw_tf32, BWDW, PTF32)
-CONV_ENTRY(conv_bwdw_f16, BWDW, PF16)
-CONV_ENTRY(conv_bwdw_bf16, BWDW, PBF16)
-CONV_ENTRY2(conv_fwd_f16_v2, FWD, PF16, false)
-CONV_ENTRY2(conv_fwd_bf16_v2, FWD, PBF16, false)
-CONV_ENTRY2(conv_bwdd_f16_v2, BWDD, PF16, false)
-CONV_ENTRY2(conv_bwdd_bf16_v2, BWDD, PBF16, false)
-CONV_ENTRY2(conv_bwdw_f16_v2, BWDW, PF16, false)
-CONV_ENTRY2(conv_bwdw_bf16_v2, BWDW, PBF16, false)
-CONV_ENTRY2(conv_fwd_f16_v2vec, FWD, PF16, true)
-CONV_ENTRY2(conv_fwd_bf16_v2vec, FWD, PBF16, true)
-CONV_ENTRY2(conv_bwdw_f16_v2vec, BWDW, PF16, true)
-CONV_ENTRY2(conv_bwdw_bf16_v2vec, BWDW, PBF16, true)
+CONV_ENTRY(conv_fwd_f32, FWD, PF32, false)
+CONV_ENTRY(conv_fwd_tf32, FWD, PTF32, false)
+CONV_ENTRY(conv_fwd_f16, FWD, PF16, false)
+CONV_ENTRY(conv_fwd_bf16, FWD, PBF16, false)
+CONV_ENTRY(conv_bwdd_f32, BWDD, PF32, false)
+CONV_ENTRY(conv_bwdd_tf32, BWDD, PTF32, false)
+CONV_ENTRY(conv_bwdd_f16, BWDD, PF16, false)
+CONV_ENTRY(conv_bwdd_bf16, BWDD, PBF16, false)
+CONV_ENTRY(conv_bwdw_f32, BWDW, PF32, false)
+CONV_ENTRY(conv_bwdw_tf32, BWDW, PTF32, false)
+CONV_ENTRY(conv_bwdw_f16, BWDW, PF16, false)
+CONV_ENTRY(conv_bwdw_bf16, BWDW, PBF16, false)
+CONV_ENTRY(conv_fwd_f16_vec, FWD, PF16, true)
+CONV_ENTRY(conv_fwd_bf16_vec, FWD, PBF16, true)
+CONV_ENTRY(conv_bwdw_f16_vec, BWDW, PF16, true)
+CONV_ENTRY(conv_bwdw_bf16_vec, BWDW, PBF16, true)
 
 // splitk_reduce sums the split partials in split order and writes the
 // output in its dtype; bias (optional) is indexed by (i / bdiv) % bmod.
