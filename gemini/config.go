@@ -42,7 +42,7 @@ type Config struct {
 	// are fetched when their operator starts.
 	MaxPrefetch int
 	WarmupSteps int       // steps traced before the statistics are used (default 1)
-	OnEvent     func(any) // receives ChunksEvent, MoveEvent and StateChange; may be nil
+	OnEvent     func(any) // receives ChunksEvent, MoveEvent, StateChange and MemStatsEvent; may be nil
 }
 
 func (c *Config) normalise() error {

@@ -71,12 +71,24 @@ type ChunkInfo struct {
 // OnDevice reports whether the chunk's parameters are on the device now
 // (the full payload, or for a released sharded chunk its shard).
 func (c ChunkInfo) OnDevice() bool {
-	return c.Payload == Device || (c.Payload == Nowhere && c.Shard == Device)
+	return c.ParamsOn() == Device
 }
 
-// ChunksEvent is every chunk of one rank, sent after each Step.
+// ChunksEvent is every chunk of one rank, sent after each Step (Op
+// empty) and during it (Op names the hook after which it was taken).
 type ChunksEvent struct {
 	Rank   int
 	Step   int // Step calls so far
 	Chunks []ChunkInfo
+	Op     string // "" at rest; else e.g. "post-bwd layer4.1.conv2"
+	Hook   int    // hook index of the step (mid-step snapshots)
+}
+
+// ParamsOn is where the chunk's parameters live now: its full payload, or
+// for a released sharded chunk its shard.
+func (c ChunkInfo) ParamsOn() Location {
+	if c.Payload == Nowhere {
+		return c.Shard
+	}
+	return c.Payload
 }

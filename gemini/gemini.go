@@ -42,6 +42,7 @@ type Gemini struct {
 	err      error  // first failure inside a hook (a collective), returned by Step
 	overNote string // where the budget could not be met, for the error message
 	stats    Stats
+	ms       memStep // this step's traffic and snapshots (memstats.go)
 }
 
 // Stats are counters for reports and tests.

@@ -115,10 +115,15 @@ type rankResult struct {
 	host   kernels.MemStats // Gemini's host memory accounting at the end
 	events map[string]int
 	moves  []MoveEvent
-	lag    *lagMover // the simulated copy engine, when the run had one
-	badSC  string    // the first state change that broke the life cycle
-	steps  []Stats   // Stats after every step
-	lagged [2]int    // the lagMover's moves and stalls when stats was read
+	lag    *lagMover        // the simulated copy engine, when the run had one
+	badSC  string           // the first state change that broke the life cycle
+	steps  []Stats          // Stats after every step
+	lagged [2]int           // the lagMover's moves and stalls when stats was read
+	snaps  []ChunksEvent    // mid-step chunk snapshots (Op set)
+	mems   []MemStatsEvent  // one per step
+	trace  []StateChange    // every state change after New
+	inStep int              // moves issued inside the steps (before the evaluation)
+	hostAt kernels.MemStats // host accounting after the last step
 }
 
 type runSpec struct {
@@ -153,7 +158,15 @@ func runGeminiErr(spec runSpec) ([]rankResult, error) {
 			switch e := e.(type) {
 			case MoveEvent:
 				r.moves = append(r.moves, e)
+			case ChunksEvent:
+				if e.Op != "" {
+					r.events["mid"]++
+					r.snaps = append(r.snaps, e)
+				}
+			case MemStatsEvent:
+				r.mems = append(r.mems, e)
 			case StateChange:
+				r.trace = append(r.trace, e)
 				if (e.From != last[e.Tensor] || !Legal(e.From, e.To)) && r.badSC == "" {
 					r.badSC = fmt.Sprintf("%s: %s -> %s (was %s)", e.Tensor, e.From, e.To, last[e.Tensor])
 				}
@@ -199,6 +212,7 @@ func runGeminiErr(spec runSpec) ([]rankResult, error) {
 			r.losses = append(r.losses, st.Loss)
 			r.steps = append(r.steps, g.Stats())
 		}
+		r.inStep, r.hostAt = len(r.moves), g.HostMemStats()
 		if r.state, err = g.State(); err != nil {
 			return err
 		}

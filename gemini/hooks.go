@@ -60,6 +60,7 @@ func (g *Gemini) pre(m model.Module, bwd bool) {
 			}
 		}
 	}
+	g.snapshot(k, m, true, bwd)
 	g.exit(k)
 }
 
@@ -78,7 +79,12 @@ func (g *Gemini) post(m model.Module, bwd bool) {
 			continue
 		}
 		g.transition(t, HoldAfterBwd)
-		g.transition(t, ReadyForReduce) // the module wrote its whole gradient
+	}
+	if bwd {
+		g.snapshot(k, m, false, bwd) // the only moment HOLD_AFTER_BWD is visible
+		for _, t := range ts {
+			g.transition(t, ReadyForReduce) // the module wrote its whole gradient
+		}
 	}
 	soon := g.window(k)
 	for _, c := range cs {
@@ -94,6 +100,7 @@ func (g *Gemini) post(m model.Module, bwd bool) {
 	}
 	g.makeRoom(k, 0, nil)
 	g.prefetch(k, nil)
+	g.snapshot(k, m, false, bwd)
 	g.exit(k)
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 )
 
 // The device budget. Before each operator (hook k) Gemini frees device
@@ -117,6 +118,7 @@ func evictable(c *chunk) bool {
 // evict moves c's device-resident parameter data to host memory. A
 // sharded chunk with every tensor HOLD drops its payload instead.
 func (g *Gemini) evict(c *chunk) {
+	defer g.timeEviction(time.Now())
 	if c.payload.on == Device {
 		if c.sharded && c.allIn(Hold) {
 			g.afterUse(c)

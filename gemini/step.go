@@ -44,6 +44,7 @@ func (g *Gemini) Step(x, labels *kernels.Tensor, lr float32) (engine.StepStats, 
 func (g *Gemini) beginStep() {
 	g.training, g.hook, g.offTrace = true, 0, false
 	g.err, g.overNote, g.stepPeak = nil, "", 0
+	g.beginMemStats()
 	g.dev.ResetPeak()
 	if g.tracing() {
 		for _, c := range g.chunks {
@@ -141,6 +142,7 @@ func (g *Gemini) endStep() error {
 		g.stats.NonModelPeak = g.tr.nonModel
 		g.placeAfterWarmup()
 	}
+	g.emitMemStats()
 	g.emitChunks()
 	if b := g.cfg.DeviceBudget; b > 0 && g.stepPeak > b {
 		note := g.overNote

@@ -243,9 +243,3 @@ func (g *Gemini) freeSlot(s *slot) {
 	g.release(s.on, s.t)
 	*s = slot{}
 }
-
-func (g *Gemini) emit(e any) {
-	if g.cfg.OnEvent != nil {
-		g.cfg.OnEvent(e)
-	}
-}

@@ -17,6 +17,7 @@ type tracer struct {
 	endModel []int64    // managed device bytes when hook k finished
 	users    [][]*chunk // per hook index: the chunks a pre-hook made resident (nil for post-hooks)
 	nonModel int64      // largest non-model bytes at any traced peak
+	opPeak   []int64    // per hook index: non-model bytes at the segment's traced peak
 }
 
 // tracing reports whether the running step records statistics.
@@ -44,6 +45,7 @@ func (g *Gemini) enter(op string) int {
 			g.tr.endTotal = append(g.tr.endTotal, 0)
 			g.tr.endModel = append(g.tr.endModel, 0)
 			g.tr.users = append(g.tr.users, nil)
+			g.tr.opPeak = append(g.tr.opPeak, 0)
 		}
 		return k
 	}
@@ -67,6 +69,7 @@ func (g *Gemini) closeSegment(k int) {
 	j := k - 1
 	g.tr.growth[j] = max(g.tr.growth[j], ms.TotalPeak-g.tr.endTotal[j])
 	g.tr.nonModel = max(g.tr.nonModel, ms.TotalPeak-g.tr.endModel[j])
+	g.tr.opPeak[j] = max(g.tr.opPeak[j], ms.TotalPeak-g.tr.endModel[j])
 	if b := g.cfg.DeviceBudget; b > 0 && ms.TotalPeak > b && g.overNote == "" {
 		g.overNote = fmt.Sprintf("after %s the device reached %d B, %d B of it non-model, with only that operator's chunks resident",
 			g.tr.ops[j], ms.TotalPeak, ms.TotalPeak-g.tr.endModel[j])

@@ -53,10 +53,15 @@ type Result struct {
 	TrainSeconds    float64       `json:"train_seconds"`
 	ImagesPerSecond float64       `json:"images_per_second"`
 	PeakDeviceBytes []int64       `json:"peak_device_bytes_per_rank"`
-	PeakHostBytes   []int64       `json:"peak_host_bytes_per_rank"`
-	ModelSHA256     string        `json:"model_sha256"`
-	Status          Status        `json:"status"`
-	Error           string        `json:"error,omitempty"`
+	// PeakHostBytes is each rank's peak host memory: the host bytes
+	// outside its backend (MemoryUsage.HostPeak), plus the backend's own
+	// peak on the CPU backend, whose device is host memory.
+	PeakHostBytes []int64 `json:"peak_host_bytes_per_rank"`
+	// Gemini is each rank's Gemini memory statistics (gemini runs only).
+	Gemini      []GeminiMemStats `json:"gemini_memstats_per_rank,omitempty"`
+	ModelSHA256 string           `json:"model_sha256"`
+	Status      Status           `json:"status"`
+	Error       string           `json:"error,omitempty"`
 }
 
 // ResultPath is where WriteResult puts r: DIR/<spec>-<run>.json (see
@@ -230,4 +235,34 @@ func writeAligned(b *strings.Builder, rows [][]string) int {
 		total += w
 	}
 	return total
+}
+
+// GeminiMemStats is one rank's Gemini memory statistics over a run.
+type GeminiMemStats struct {
+	Rank              int          `json:"rank"`
+	Steps             int          `json:"steps"`
+	H2DBytes          int64        `json:"h2d_bytes"`
+	D2HBytes          int64        `json:"d2h_bytes"`
+	Evictions         int          `json:"evictions"`
+	EvictSeconds      float64      `json:"evict_seconds"`
+	PeakDeviceBytes   int64        `json:"peak_device_bytes"`
+	PeakHostTierBytes int64        `json:"peak_host_tier_bytes"`
+	NonModelPeakBytes int64        `json:"non_model_peak_bytes"`
+	ChunkWastePct     float64      `json:"chunk_waste_pct"`
+	NonModelPerOp     []OpBytes    `json:"non_model_peak_per_op,omitempty"`
+	Chunks            []ChunkPlace `json:"chunks,omitempty"`
+}
+
+// OpBytes is one traced operator's non-model peak.
+type OpBytes struct {
+	Op    string `json:"op"`
+	Bytes int64  `json:"bytes"`
+}
+
+// ChunkPlace is where a chunk's parameter and optimizer parts live.
+type ChunkPlace struct {
+	ID     int    `json:"id"`
+	Bytes  int64  `json:"bytes"`
+	Params string `json:"params"`
+	Optim  string `json:"optim"`
 }

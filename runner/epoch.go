@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"math"
 	"resnetlab/report"
+	"resnetlab/spec"
 	"time"
+
+	"resnetlab/kernels"
 )
 
 // loop trains from the current position to the last epoch.
@@ -78,6 +81,7 @@ func (j *job) endEpoch() error {
 	j.trainImages += j.epochSteps * j.spec.BatchSize * j.cell.WorldSize
 	j.emit(EpochDone{Run: j.info.ID, Epoch: e, Loss: er.Loss, TestAcc: acc, Seconds: er.Seconds, LR: j.sched.LR(j.epoch)})
 	j.publishMemory()
+	j.geminiResult()
 	j.epoch, j.step = e, 0
 	j.epochLoss, j.epochSteps, j.epochTime = 0, 0, 0
 	iv := j.spec.Interval
@@ -109,10 +113,22 @@ func (j *job) publishMemory() {
 	r := j.result
 	for i, rs := range j.ranks {
 		ms := rs.be.MemStats()
-		ev := MemoryUsage{Run: j.info.ID, Rank: i, DevicePeak: ms.TotalPeak, Capacity: ms.Capacity}
+		ev := MemoryUsage{Run: j.info.ID, Rank: i, DevicePeak: ms.TotalPeak, Capacity: ms.Capacity,
+			DeviceIsHost: rs.be.Name() == "cpu"}
 		copy(ev.Device[:], ms.InUse[:])
+		var cats [kernels.NumCategories]int64
+		cats, ev.HostPageable, ev.HostPeak = j.hostMemory(rs)
+		copy(ev.Host[:], cats[:])
+		if j.cell.Plugin == spec.PluginGemini {
+			ev.Budget = j.spec.Gemini.DeviceBudget
+		}
 		j.emit(ev)
 		r.PeakDeviceBytes[i] = max(r.PeakDeviceBytes[i], ms.TotalPeak)
+		host := ev.HostPeak
+		if ev.DeviceIsHost {
+			host += ms.TotalPeak
+		}
+		r.PeakHostBytes[i] = max(r.PeakHostBytes[i], host)
 	}
 }
 

@@ -64,11 +64,35 @@ type MemoryUsage struct {
 	Run        string
 	Rank       int
 	Device     [6]int64 // bytes in use per kernels.Category
-	Host       [6]int64
+	Host       [6]int64 // Gemini's host tier per kernels.Category (zero for other plugins)
 	DevicePeak int64
-	HostPeak   int64
-	Budget     int64 // device budget, 0 when unlimited
-	Capacity   int64 // device capacity, 0 when unknown/CPU
+	// HostPeak is the peak of the host bytes outside the rank's backend:
+	// Gemini's host tier plus HostPageable's buffers.
+	HostPeak int64
+	// HostPageable is the host bytes in use outside the backend, in
+	// ordinary (pageable) memory: the host tier, the staging of
+	// comm = "host", the host batch buffers. HostPinned is page-locked
+	// host memory the rank holds (none on the CPU backend).
+	HostPageable, HostPinned int64
+	// DeviceIsHost is set on the CPU backend: the device is host memory.
+	DeviceIsHost bool
+	Budget       int64 // device budget, 0 when unlimited
+	Capacity     int64 // device capacity, 0 when unknown/CPU
+}
+
+// GeminiStep is one rank's Gemini memory statistics of one step
+// (ColossalAI's Gemini memstats).
+type GeminiStep struct {
+	Run                string
+	Rank, Step         int
+	H2DBytes, D2HBytes int64 // chunk bytes moved host -> device and back
+	Evictions          int
+	EvictTime          time.Duration
+	PeakDevice         int64
+	HostInUse          int64 // host tier bytes at the step's end
+	HostPeak           int64
+	NonModelPeak       int64   // largest traced non-model bytes of an operator
+	WastePct           float64 // chunk padding, percent of capacity
 }
 
 // ChunkState is a Gemini chunk's state summary for the chunk strip.
@@ -79,12 +103,18 @@ type ChunkState struct {
 	// FREE, COMPUTE, HOLD, HOLD_AFTER_BWD, READY_FOR_REDUCE.
 	States [5]int
 	Bytes  int64
+	Params string // where its parameters live: "device", "host" or "nowhere"
+	Optim  string // where its fp32 master and Adam moments live
 }
 
-// ChunksUpdate is the state of every Gemini chunk of one rank.
+// ChunksUpdate is the state of every Gemini chunk of one rank, at the end
+// of a step (Op empty) or during it (Op names the operator hook after
+// which the snapshot was taken; rate-limited per rank).
 type ChunksUpdate struct {
 	Run    string
 	Rank   int
+	Step   int // steps done when taken
+	Op     string
 	Chunks []ChunkState
 }
 
@@ -148,6 +178,7 @@ func (e EpochDone) RunID() string       { return e.Run }
 func (e MemoryUsage) RunID() string     { return e.Run }
 func (e ChunksUpdate) RunID() string    { return e.Run }
 func (e ChunkMoved) RunID() string      { return e.Run }
+func (e GeminiStep) RunID() string      { return e.Run }
 func (e CheckpointSaved) RunID() string { return e.Run }
 func (e Paused) RunID() string          { return e.Run }
 func (e Resumed) RunID() string         { return e.Run }

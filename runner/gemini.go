@@ -26,11 +26,9 @@ func (j *job) geminiEvent(e any) {
 	case gemini.MoveEvent:
 		j.emit(ChunkMoved{Run: j.info.ID, Rank: ev.Rank, Chunk: ev.Chunk, ToDevice: ev.To == gemini.Device, Bytes: ev.Bytes, Prefetch: ev.Prefetch})
 	case gemini.ChunksEvent:
-		u := ChunksUpdate{Run: j.info.ID, Rank: ev.Rank}
-		for _, c := range ev.Chunks {
-			u.Chunks = append(u.Chunks, ChunkState{ID: c.ID, OnDevice: c.OnDevice(), States: c.States, Bytes: c.Bytes})
-		}
-		j.emit(u)
+		j.geminiChunks(ev)
+	case gemini.MemStatsEvent:
+		j.geminiMem(ev)
 	}
 }
 

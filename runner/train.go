@@ -49,6 +49,7 @@ type job struct {
 	est         estimator     // says how long the run will take, after its first steps
 	trained     int           // steps this job has trained (a checkpoint needs one)
 	reopened    bool          // asked for by ResumeFrom on a finished run
+	gem         []geminiRank  // per rank, Gemini statistics (memstats.go)
 }
 
 // rankState is what one rank owns.
@@ -87,6 +88,7 @@ func (j *job) setup() error {
 	j.pool = startRanks(n, j.group.Abort)
 	j.pool.explain = j.explainOOM // out of device memory: name the rank, its usage and the fix
 	j.ranks = make([]*rankState, n)
+	j.gem = make([]geminiRank, n)
 	engCfg, err := j.engineConfig()
 	if err != nil {
 		return err

@@ -14,6 +14,8 @@ import (
 type chunkStrip struct {
 	gemini bool
 	ranks  [][]runner.ChunkState // latest ChunksUpdate per rank
+	when   []runner.ChunksUpdate // per rank: that update's step and operator (Chunks unused)
+	mem    []runner.GeminiStep   // latest step statistics per rank
 	toDev  int                   // chunk moves host -> device
 	toHost int                   // chunk moves device -> host
 	moved  int64                 // bytes moved either way
@@ -23,15 +25,25 @@ type chunkStrip struct {
 func (c *chunkStrip) Update(ev runner.Event) {
 	switch e := ev.(type) {
 	case runner.RunStarted:
-		c.ranks, c.toDev, c.toHost, c.moved, c.ahead = nil, 0, 0, 0, 0
+		c.ranks, c.when, c.mem, c.toDev, c.toHost, c.moved, c.ahead = nil, nil, nil, 0, 0, 0, 0
 	case runner.ChunksUpdate:
 		if e.Rank < 0 {
 			return
 		}
 		for len(c.ranks) <= e.Rank {
 			c.ranks = append(c.ranks, nil)
+			c.when = append(c.when, runner.ChunksUpdate{})
 		}
 		c.ranks[e.Rank] = e.Chunks
+		c.when[e.Rank] = runner.ChunksUpdate{Step: e.Step, Op: e.Op}
+	case runner.GeminiStep:
+		if e.Rank < 0 {
+			return
+		}
+		for len(c.mem) <= e.Rank {
+			c.mem = append(c.mem, runner.GeminiStep{})
+		}
+		c.mem[e.Rank] = e
 	case runner.ChunkMoved:
 		if e.Prefetch {
 			c.ahead++
@@ -84,29 +96,77 @@ func (c *chunkStrip) View(w, h int, st styles) []string {
 		return fitBlock([]string{rule("gemini chunks", w, st),
 			st.dim.Render("  waiting for chunk states…")}, w, h)
 	}
-	counts, onDev, n := c.totals()
-	title := fmt.Sprintf("gemini chunks · %d chunks · %d on device", n, onDev)
-	foot := append(c.countsLines(counts, w, st), c.placementLine(st))
+	counts, pl, n := c.totals()
+	title := fmt.Sprintf("gemini chunks · %d chunks · %d on device", n, pl.paramsDev)
+	if pl.optimDev+pl.optimHost > 0 {
+		title = fmt.Sprintf("gemini chunks %d · params dev %d · optim dev %d host %d", n, pl.paramsDev, pl.optimDev, pl.optimHost)
+	}
+	foot := c.countsLines(counts, w, st)
+	if l := c.phaseLine(st); l != "" {
+		foot = append(foot, l)
+	}
+	foot = append(foot, c.placementLine(st))
+	if l := c.memLine(st); l != "" {
+		foot = append(foot, l)
+	}
 	keep := min(len(foot), max(h-2, 0))
 	strip := c.stripLines(w, h-1-keep, st)
 	lines := append([]string{rule(title, w, st)}, strip...)
 	return fitBlock(append(lines, foot[:keep]...), w, h)
 }
 
+// placed counts chunk parts by where they live.
+type placed struct{ paramsDev, paramsHost, optimDev, optimHost int }
+
 // totals sums tensor states and placements over every rank's chunks.
-func (c *chunkStrip) totals() (counts [numStates]int, onDev, n int) {
+func (c *chunkStrip) totals() (counts [numStates]int, pl placed, n int) {
 	for _, chunks := range c.ranks {
 		for _, ch := range chunks {
 			for s, k := range ch.States {
 				counts[s] += k
 			}
 			if ch.OnDevice {
-				onDev++
+				pl.paramsDev++
+			} else {
+				pl.paramsHost++
+			}
+			switch ch.Optim {
+			case "device":
+				pl.optimDev++
+			case "host":
+				pl.optimHost++
 			}
 			n++
 		}
 	}
-	return counts, onDev, n
+	return counts, pl, n
+}
+
+// phaseLine says when rank 0's strip was taken: during a step (after
+// which operator) or at rest after it.
+func (c *chunkStrip) phaseLine(st styles) string {
+	if len(c.when) == 0 {
+		return ""
+	}
+	u := c.when[0]
+	if u.Op == "" && u.Step == 0 {
+		return ""
+	}
+	if u.Op == "" {
+		return st.dim.Render(fmt.Sprintf("r0 at rest after step %d", u.Step))
+	}
+	return st.dim.Render(fmt.Sprintf("r0 in step %d, after %s", u.Step+1, u.Op))
+}
+
+// memLine is rank 0's last step's Gemini statistics.
+func (c *chunkStrip) memLine(st styles) string {
+	if len(c.mem) == 0 {
+		return ""
+	}
+	m := c.mem[0]
+	return st.dim.Render(fmt.Sprintf("step %d: h2d %s d2h %s · evict %d in %s · non-model pk %s · waste %.1f%%",
+		m.Step, fmtBytes(m.H2DBytes), fmtBytes(m.D2HBytes), m.Evictions, m.EvictTime.Round(10e3),
+		fmtBytes(m.NonModelPeak), m.WastePct))
 }
 
 // stripLines wraps each rank's cells over as many lines as needed and cuts

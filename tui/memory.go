@@ -105,16 +105,36 @@ func (m *memoryPane) rankLines(r, lw, w int, st styles) []string {
 	if u.Budget > 0 && used > u.Budget {
 		dsuf = st.bad.Render(dsuf)
 	}
-	hused := total(u.Host)
-	hsuf := fmtBytes(hused) + " pk " + fmtBytes(max(u.HostPeak, hused))
+	hcats := hostCategories(u)
+	hused := total(hcats)
+	hsuf := fmtBytes(hused)
+	if u.HostPinned > 0 {
+		hsuf += " pin " + fmtBytes(u.HostPinned)
+	}
+	hsuf += " pk " + fmtBytes(max(u.HostPeak, hused))
 	sw := max(ansi.StringWidth(dsuf), ansi.StringWidth(hsuf))
 	bw := w - lw - 6 - sw - 1
 	pre := fmt.Sprintf("%-*s ", lw, fmt.Sprintf("r%d", r))
 	blank := strings.Repeat(" ", lw+1)
-	return []string{
-		pre + "dev  " + stackedBar(u.Device, limit, u.DevicePeak, bw, st) + " " + dsuf,
-		blank + "host " + stackedBar(u.Host, 0, u.HostPeak, bw, st) + " " + hsuf,
+	dev := "dev  "
+	if u.DeviceIsHost {
+		dev = "cpu  " // the CPU backend: the "device" is host memory too
 	}
+	return []string{
+		pre + dev + stackedBar(u.Device, limit, u.DevicePeak, bw, st) + " " + dsuf,
+		blank + "host " + stackedBar(hcats, 0, u.HostPeak, bw, st) + " " + hsuf,
+	}
+}
+
+// hostCategories is the host bytes per category: Gemini's host tier as
+// its allocator counts them, and the rank's other host buffers (batch
+// buffers, comm staging), which hold data, in the data column.
+func hostCategories(u runner.MemoryUsage) [6]int64 {
+	c := u.Host
+	if extra := u.HostPageable + u.HostPinned - total(u.Host); extra > 0 {
+		c[5] += extra
+	}
+	return c
 }
 
 // stackedBar draws the categories side by side over w cells, scaled to the
@@ -203,7 +223,7 @@ func (m *memoryPane) table(lw, h int, st styles) []string {
 			break
 		}
 		out = append(out, tableRow(fmt.Sprintf("%-*s dev ", lw, fmt.Sprintf("r%d", r)), u.Device))
-		out = append(out, tableRow(fmt.Sprintf("%-*s host", lw, ""), u.Host))
+		out = append(out, tableRow(fmt.Sprintf("%-*s host", lw, ""), hostCategories(u)))
 	}
 	return out
 }

@@ -1,0 +1,106 @@
+package runner
+
+import (
+	"time"
+
+	"resnetlab/gemini"
+	"resnetlab/kernels"
+	"resnetlab/report"
+)
+
+// Host memory and Gemini statistics for the memory and chunk panes and
+// the results file. Host bytes are read from what really holds them: the
+// Gemini host tier's allocator (a CPU backend), the host staging of
+// comm = "host" on GPUs, and the rank's host batch buffers. On the CPU
+// backend the device itself is host memory: MemoryUsage.DeviceIsHost says
+// so, and the results' peak host bytes add the backend's peak.
+
+// midChunkEvery is the least time between two mid-step chunk snapshots of
+// one rank forwarded to the front ends (resting snapshots always go).
+const midChunkEvery = 100 * time.Millisecond
+
+// geminiRank is one rank's running Gemini statistics, written by that
+// rank's goroutine inside Step and read by the job between steps.
+type geminiRank struct {
+	midAt time.Time // last mid-step snapshot forwarded
+	total report.GeminiMemStats
+}
+
+// hostHolder is a communicator that keeps host staging buffers.
+type hostHolder interface{ HostBytes() int64 }
+
+// hostMemory is rank i's host bytes outside its compute backend: the
+// Gemini host tier per category, and pageable buffers (staging, batches).
+func (j *job) hostMemory(rs *rankState) (cats [kernels.NumCategories]int64, pageable, peak int64) {
+	pageable = 4 * int64(cap(rs.xh)+cap(rs.yh))
+	if h, ok := rs.comm.(hostHolder); ok {
+		pageable += h.HostBytes()
+	}
+	peak = pageable
+	if g, ok := rs.eng.(*gemini.Gemini); ok {
+		hs := g.HostMemStats()
+		cats = hs.InUse
+		pageable += hs.Total()
+		peak += hs.TotalPeak
+	}
+	return cats, pageable, peak
+}
+
+// geminiMem records one rank's step statistics and forwards them.
+func (j *job) geminiMem(ev gemini.MemStatsEvent) {
+	if ev.Rank < len(j.gem) {
+		t := &j.gem[ev.Rank].total
+		t.Steps++
+		t.H2DBytes += ev.H2DBytes
+		t.D2HBytes += ev.D2HBytes
+		t.Evictions += ev.Evictions
+		t.EvictSeconds += ev.EvictTime.Seconds()
+		t.PeakDeviceBytes = max(t.PeakDeviceBytes, ev.PeakDevice)
+		t.PeakHostTierBytes = max(t.PeakHostTierBytes, ev.HostPeak)
+		t.NonModelPeakBytes = ev.NonModelPeak
+		t.ChunkWastePct = ev.WastePct
+	}
+	j.emit(GeminiStep{Run: j.info.ID, Rank: ev.Rank, Step: ev.Step, H2DBytes: ev.H2DBytes, D2HBytes: ev.D2HBytes,
+		Evictions: ev.Evictions, EvictTime: ev.EvictTime, PeakDevice: ev.PeakDevice, HostInUse: ev.HostInUse,
+		HostPeak: ev.HostPeak, NonModelPeak: ev.NonModelPeak, WastePct: ev.WastePct})
+}
+
+// geminiChunks forwards a chunk snapshot: a mid-step one only when the
+// rank's last was forwarded midChunkEvery ago, so a fast step floods
+// nobody.
+func (j *job) geminiChunks(ev gemini.ChunksEvent) {
+	if ev.Op != "" {
+		if ev.Rank >= len(j.gem) || time.Since(j.gem[ev.Rank].midAt) < midChunkEvery {
+			return
+		}
+		j.gem[ev.Rank].midAt = time.Now()
+	}
+	u := ChunksUpdate{Run: j.info.ID, Rank: ev.Rank, Step: ev.Step, Op: ev.Op}
+	for _, c := range ev.Chunks {
+		u.Chunks = append(u.Chunks, ChunkState{ID: c.ID, OnDevice: c.OnDevice(), States: c.States, Bytes: c.Bytes,
+			Params: c.ParamsOn().String(), Optim: c.Optim.String()})
+	}
+	j.emit(u)
+}
+
+// geminiResult fills the result's Gemini statistics of every rank.
+func (j *job) geminiResult() {
+	for i, rs := range j.ranks {
+		g, ok := rs.eng.(*gemini.Gemini)
+		if !ok || i >= len(j.gem) {
+			continue
+		}
+		if j.result.Gemini == nil {
+			j.result.Gemini = make([]report.GeminiMemStats, len(j.ranks))
+		}
+		t := j.gem[i].total
+		t.Rank = i
+		for _, op := range g.NonModelPerOp() {
+			t.NonModelPerOp = append(t.NonModelPerOp, report.OpBytes{Op: op.Op, Bytes: op.Bytes})
+		}
+		for _, c := range g.Chunks() {
+			t.Chunks = append(t.Chunks, report.ChunkPlace{ID: c.ID, Bytes: c.Bytes, Params: c.ParamsOn().String(), Optim: c.Optim.String()})
+		}
+		j.result.Gemini[i] = t
+	}
+}

@@ -1,0 +1,98 @@
+package runner
+
+import (
+	"fmt"
+	"path/filepath"
+	"resnetlab/spec"
+	"testing"
+)
+
+// A Gemini run under half its unbudgeted device peak keeps the budget,
+// holds chunk parts in host memory, and says so in its events and result;
+// a torch_ddp run on the CPU backend reports the host memory its backend
+// holds.
+func TestGeminiMemoryIsReported(t *testing.T) {
+	gem := "[[run]]\nplugin = \"gemini\"\nprecision = \"fp16\"\n"
+	chunks := "[gemini]\nplacement = \"auto\"\nchunk_size = \"72KiB\"\n" // several chunks, so some can leave
+	free := finished(t, mustCollect(t, smallBatchSpec(t, gem+chunks)))
+	if len(free) != 1 {
+		t.Fatalf("%d results", len(free))
+	}
+	budget := free[0].PeakDeviceBytes[0] / 2
+	evs := mustCollect(t, smallBatchSpec(t, gem+chunks+fmt.Sprintf("device_budget = \"%dKiB\"\n", budget>>10)))
+	budget = budget >> 10 << 10
+	res := finished(t, evs)[0]
+	if res.PeakDeviceBytes[0] > budget || res.PeakHostBytes[0] <= res.PeakDeviceBytes[0] {
+		t.Errorf("peak device %d B (budget %d B), peak host %d B: want device within the budget and the host tier on top",
+			res.PeakDeviceBytes[0], budget, res.PeakHostBytes[0])
+	}
+	if len(res.Gemini) != 1 || res.Gemini[0].H2DBytes == 0 || res.Gemini[0].D2HBytes == 0 ||
+		res.Gemini[0].PeakHostTierBytes == 0 || len(res.Gemini[0].NonModelPerOp) == 0 || len(res.Gemini[0].Chunks) == 0 {
+		t.Fatalf("gemini statistics %+v", res.Gemini)
+	}
+	var mem []MemoryUsage
+	var steps int
+	var mid, onHost bool
+	for _, e := range evs {
+		switch e := e.(type) {
+		case MemoryUsage:
+			mem = append(mem, e)
+		case GeminiStep:
+			steps++
+		case ChunksUpdate:
+			mid = mid || e.Op != ""
+			for _, c := range e.Chunks {
+				onHost = onHost || c.Params == "host" || c.Optim == "host"
+			}
+		}
+	}
+	if len(mem) == 0 || mem[len(mem)-1].Budget != budget || mem[len(mem)-1].HostPeak == 0 || mem[len(mem)-1].HostPageable == 0 {
+		t.Errorf("memory events %+v", mem)
+	}
+	if want := res.Epochs * 4; steps != want || !mid || !onHost { // 8 images / batch 2
+		t.Errorf("%d step statistics (want %d), mid-step snapshot %v, a chunk part on the host %v", steps, want, mid, onHost)
+	}
+
+	ddp := finished(t, mustCollect(t, tinySpec(t, "[[run]]\nplugin = \"torch_ddp\"\nprecision = \"fp32\"\n")))[0]
+	if ddp.PeakHostBytes[0] <= ddp.PeakDeviceBytes[0] || ddp.Gemini != nil {
+		t.Errorf("torch_ddp on the CPU: peak host %d B, device %d B (the device is host memory, plus the batch buffers)",
+			ddp.PeakHostBytes[0], ddp.PeakDeviceBytes[0])
+	}
+}
+
+// smallBatchSpec is a run whose chunks, not its activations, fill most of
+// the device: width 8, batch 2 (the proportions of gemini's budget tests).
+func smallBatchSpec(t *testing.T, extra string) *spec.Spec {
+	t.Helper()
+	dir := t.TempDir()
+	src := fmt.Sprintf(`
+name = "small"
+dataset = "synthetic"
+width = 8
+epochs = 1
+batch_size = 2
+lr = 2e-3
+device = "cpu"
+checkpoint = %q
+results_dir = %q
+%s
+[synthetic]
+train = 8
+test = 10
+seed = 3
+`, filepath.Join(dir, "ckpt-{plugin}"), filepath.Join(dir, "results"), extra)
+	s, err := spec.Parse(filepath.Join(dir, "small.toml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func mustCollect(t *testing.T, s *spec.Spec) []Event {
+	t.Helper()
+	evs, err := collect(t, s, RunOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
