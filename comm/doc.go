@@ -48,7 +48,7 @@
 //
 // # Multi-process runs
 //
-// EnvFromTorch reads torchrun's variables; rank 0 calls NCCL.GetUniqueID,
+// EnvFromLaunch reads torchrun's or srun's variables; rank 0 calls NCCL.GetUniqueID,
 // ExchangeID hands the id to every process over TCP, and each process calls
 // NCCL.CommInitRank (CommFromEnv does the three). Inside one process, one
 // goroutine per local GPU (Launch), with NCCL.CommInitAll or CommInitRank
