@@ -86,6 +86,9 @@ func (j *job) commLine(detail string) string {
 	n := j.cell.WorldSize
 	switch j.commKind {
 	case commHost:
+		if j.world != nil {
+			return fmt.Sprintf("comm: host over TCP (rank %d of %d processes, collectives through rank 0 in rank order)", j.world.Rank(), n)
+		}
 		return fmt.Sprintf("comm: host (%d CPU rank(s), collectives over host memory in rank order)", n)
 	case commStaged:
 		return fmt.Sprintf("comm: host-staged (comm = \"host\": %d GPU rank(s) download, sum on the host, upload; the slow path)", n)
@@ -97,7 +100,7 @@ func (j *job) commLine(detail string) string {
 
 // comm makes rank r's communicator for its backend's tensors.
 func (j *job) comm(r int, be kernels.Backend) (comm.DeviceCommunicator, error) {
-	c := j.group.Comm(r)
+	c := j.rankComm(r)
 	switch j.commKind {
 	case commHost:
 		return comm.NewHostTensorComm(c), nil

@@ -1,0 +1,73 @@
+package runner
+
+import (
+	"fmt"
+
+	"resnetlab/comm"
+)
+
+// A run whose world spans processes (RunOptions.World): torchrun, srun or
+// `resnetlab launch` started one process per rank, and each runs the same
+// spec. This process trains only its own rank; the collectives go over
+// the world's ProcComm (the same rank-order sums as in one process, so the
+// model is the same bit for bit). Rank 0 writes everything the run leaves
+// behind (checkpoints, the result, the digest); the other ranks take part
+// in every collective, gathers included, and write nothing.
+
+// checkWorld refuses a grid a world of processes cannot train: it trains
+// exactly one run, of the world's size, on the CPU.
+func checkWorld(s *Spec, cells []Cell, w *comm.ProcComm) error {
+	if w == nil {
+		return nil
+	}
+	if len(cells) != 1 {
+		return fmt.Errorf("%s: a run started by a launcher (WORLD_SIZE=%d) trains one run, but the grid has %d (narrow plugin, precision and gpus to one run)",
+			s.File, w.WorldSize(), len(cells))
+	}
+	if c := cells[0]; c.WorldSize != w.WorldSize() {
+		return fmt.Errorf("%s: run %s has gpus = %d, but the launcher started WORLD_SIZE=%d processes (make them equal)",
+			s.File, c.ID, c.WorldSize, w.WorldSize())
+	}
+	if s.Device != "cpu" {
+		return fmt.Errorf("%s: device = %q: a run of several processes trains on the CPU only so far (set device = \"cpu\", or train the GPUs of one host in one process)",
+			s.File, s.Device)
+	}
+	return nil
+}
+
+// localRanks is how many ranks this process trains.
+func (j *job) localRanks() int {
+	if j.world != nil {
+		return 1
+	}
+	return j.cell.WorldSize
+}
+
+// globalRank is the world rank of this process's i-th rank.
+func (j *job) globalRank(i int) int {
+	if j.world != nil {
+		return j.world.Rank() + i
+	}
+	return i
+}
+
+// records reports whether this process writes what the run leaves behind.
+func (j *job) records() bool { return j.world == nil || j.world.Rank() == 0 }
+
+// abortRanks unblocks the collectives of every rank after one failed; in a
+// world of processes it tells the other processes why.
+func (j *job) abortRanks(err error) {
+	if j.world != nil {
+		j.world.Abort(err)
+		return
+	}
+	j.group.Abort(err)
+}
+
+// rankComm is the host communicator of this process's i-th rank.
+func (j *job) rankComm(i int) comm.Communicator {
+	if j.world != nil {
+		return j.world
+	}
+	return j.group.Comm(i)
+}
