@@ -212,7 +212,7 @@ func TestWorldEnvErrors(t *testing.T) {
 		`RANK="2"`: {"RANK=2", "LOCAL_RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=x", "MASTER_PORT=1"},
 		"RANK=1 conflicts with GROUP_RANK=1": {"RANK=1", "LOCAL_RANK=1", "WORLD_SIZE=4", "MASTER_ADDR=x", "MASTER_PORT=1",
 			"LOCAL_WORLD_SIZE=2", "GROUP_RANK=1"},
-		"but MASTER_PORT is missing": {"SLURM_PROCID=1", "SLURM_LOCALID=0", "SLURM_NTASKS=2", "SLURM_JOB_NODELIST=n[1-2]"},
+		"but MASTER_PORT is missing":                      {"SLURM_PROCID=1", "SLURM_LOCALID=0", "SLURM_NTASKS=2", "SLURM_JOB_NODELIST=n[1-2]"},
 		"gpus = 2, but the launcher started WORLD_SIZE=3": nil,
 	} {
 		if env == nil { // a world whose size the spec does not have
