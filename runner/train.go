@@ -383,6 +383,9 @@ func trimEpochs(es []EpochResult, upTo int) []EpochResult {
 
 // control serves the commands that arrived, blocking while paused.
 func (j *job) control(ctx context.Context) error {
+	if err := j.worldInterrupted(ctx); err != nil {
+		return err
+	}
 	paused := false
 	for {
 		var cmd Command

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -19,7 +20,9 @@ import (
 // (RESNETLAB_TEST_MAIN=1), one process per rank.
 func TestMain(m *testing.M) {
 	if os.Getenv("RESNETLAB_TEST_MAIN") == "1" {
-		code := newCLI(os.Stdout, os.Stderr).main(context.Background(), os.Args[1:])
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := newCLI(os.Stdout, os.Stderr).main(ctx, os.Args[1:])
+		stop()
 		os.Exit(code)
 	}
 	os.Exit(m.Run())
@@ -230,5 +233,30 @@ func TestWorldEnvErrors(t *testing.T) {
 		if codes[0] != 1 || !strings.Contains(msg, want) || strings.Count(strings.TrimSpace(msg), "\n") != 0 {
 			t.Errorf("env %v: exit %d, stderr %q: want one line with %q", env, codes[0], msg, want)
 		}
+	}
+}
+
+// TestWorldInterruptStopsEveryRank: SIGINT to one rank stops every rank at
+// the same step; rank 0 saves the checkpoint of the interrupted epoch.
+func TestWorldInterruptStopsEveryRank(t *testing.T) {
+	spec := worldSpec("low_level_zero", 2, 100000)
+	ps := startWorld(t, []string{spec, spec})
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(ps[0].stdout.String(), "loss ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no step after 20 s:\n%s", ps[0].stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ps[1].cmd.Process.Signal(os.Interrupt)
+	codes := waitAll(t, ps, 30*time.Second)
+	if codes[1] != exitInterrupted || codes[0] == 0 {
+		t.Errorf("exit codes %v, want rank 1 %d and rank 0 a failure", codes, exitInterrupted)
+	}
+	if out := ps[0].stdout.String(); !strings.Contains(out, "saved in ck") {
+		t.Errorf("rank 0 saved no checkpoint:\n%s\n%s", out, ps[0].stderr.String())
+	}
+	if !strings.Contains(ps[0].stderr.String(), "another rank of the world was interrupted") {
+		t.Errorf("rank 0: %s", ps[0].stderr.String())
 	}
 }
