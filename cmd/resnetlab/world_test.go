@@ -57,6 +57,13 @@ type proc struct {
 // a plain run).
 func startRank(t *testing.T, spec string, env ...string) *proc {
 	t.Helper()
+	return startCmd(t, spec, []string{"run", "--headless", "w.toml"}, env...)
+}
+
+// startCmd starts the test binary as resnetlab with args in a directory
+// holding spec as w.toml.
+func startCmd(t *testing.T, spec string, args []string, env ...string) *proc {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +72,7 @@ func startRank(t *testing.T, spec string, env ...string) *proc {
 	if err := os.WriteFile(filepath.Join(p.dir, "w.toml"), []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p.cmd = exec.Command(exe, "run", "--headless", "w.toml")
+	p.cmd = exec.Command(exe, args...)
 	p.cmd.Dir = p.dir
 	p.cmd.Env = append(os.Environ(), append([]string{"RESNETLAB_TEST_MAIN=1"}, env...)...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
@@ -258,5 +265,47 @@ func TestWorldInterruptStopsEveryRank(t *testing.T) {
 	}
 	if !strings.Contains(ps[0].stderr.String(), "another rank of the world was interrupted") {
 		t.Errorf("rank 0: %s", ps[0].stderr.String())
+	}
+}
+
+// TestLaunch: resnetlab launch starts the world's processes itself and
+// they train the in-process world's model; Ctrl-C to it stops them all
+// with exit status 130.
+func TestLaunch(t *testing.T) {
+	spec := worldSpec("torch_ddp", 2, 1)
+	one := startRank(t, spec)
+	l := startCmd(t, spec, []string{"launch", "--nproc-per-node", "2", "--master-port", port(t), "w.toml"})
+	if codes := waitAll(t, []*proc{one, l}, 60*time.Second); codes[0] != 0 || codes[1] != 0 {
+		t.Fatalf("exit codes %v:\n%s\n%s", codes, one.stderr.String(), l.stderr.String())
+	}
+	if got, want := modelSHA(t, l), modelSHA(t, one); got != want {
+		t.Errorf("launch gives model_sha256 %s, one process %s", got, want)
+	}
+
+	l = startCmd(t, worldSpec("torch_ddp", 3, 100000), []string{"launch", "--nproc-per-node", "3", "--master-port", port(t), "w.toml"})
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(l.stdout.String(), "loss ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no step after 20 s:\n%s", l.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	l.cmd.Process.Signal(os.Interrupt)
+	if codes := waitAll(t, []*proc{l}, 30*time.Second); codes[0] != exitInterrupted {
+		t.Errorf("launch interrupted: exit %d, want %d:\n%s", codes[0], exitInterrupted, l.stderr.String())
+	}
+}
+
+func TestLaunchFlags(t *testing.T) {
+	for want, args := range map[string][]string{
+		"--nproc-per-node 0":  {"launch", "w.toml"},
+		"--node-rank 2":       {"launch", "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "2", "w.toml"},
+		"want one spec file":  {"launch", "--nproc-per-node", "1"},
+		"--master-port 70000": {"launch", "--nproc-per-node", "1", "--master-port", "70000", "w.toml"},
+	} {
+		var out, errb bytes.Buffer
+		if code := newCLI(&out, &errb).main(context.Background(), args); code != exitUsage || !strings.Contains(errb.String(), want) {
+			t.Errorf("%v: exit %d, %q, want %q", args, code, errb.String(), want)
+		}
 	}
 }
