@@ -196,3 +196,44 @@ func same(v []float32, w int) [][]float32 {
 	}
 	return outs
 }
+
+// agree is CheckedComm's host half across processes: the call's kind,
+// length, op and root checked on rank 0, no data (dtypes are not compared).
+func (pc *ProcComm) agree(cl call) error {
+	if cl.bad != "" {
+		return pc.badArgs(cl.kind, cl.bad)
+	}
+	f := frame{kind: cl.kind, op: cl.op, root: uint32(cl.root), n: uint64(cl.n)}
+	return pc.exchange(f, nil, nil, func(ins [][]float32) [][]float32 { return make([][]float32, len(ins)) })
+}
+
+// ShareBytes returns rank 0's b (at most 64 KiB) on every rank: the NCCL
+// unique id. The bytes travel as the bits of float32s, which Broadcast
+// copies without arithmetic.
+func (pc *ProcComm) ShareBytes(b []byte) ([]byte, error) {
+	n := []float32{float32(len(b))}
+	if err := pc.Broadcast(n, 0); err != nil {
+		return nil, err
+	}
+	size := int(n[0])
+	if size < 0 || size > 1<<16 {
+		return nil, fmt.Errorf("parallel: rank 0 shares %d bytes, want at most %d", size, 1<<16)
+	}
+	words := make([]float32, (size+3)/4)
+	if pc.env.Rank == 0 {
+		padded := make([]byte, 4*len(words))
+		copy(padded, b)
+		bytesFloats(words, padded)
+	}
+	if err := pc.Broadcast(words, 0); err != nil {
+		return nil, err
+	}
+	return floatBytes(words)[:size], nil
+}
+
+// LocalRank and LocalWorldSize place this process on its host (the GPU it
+// uses, its share of the cores); LocalWorldSize is 1 when the launcher did
+// not say.
+func (pc *ProcComm) LocalRank() int { return pc.env.LocalRank }
+
+func (pc *ProcComm) LocalWorldSize() int { return max(1, pc.env.LocalWorldSize) }

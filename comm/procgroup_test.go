@@ -181,3 +181,32 @@ func TestProcCommMismatch(t *testing.T) {
 	})
 	_ = got
 }
+
+func TestProcCommShareBytesAndAgree(t *testing.T) {
+	pcs, errs := joinAll(t, 3, fps(3, "f"), 10*time.Second)
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := make([]byte, 128)
+	for i := range id {
+		id[i] = byte(255 - i) // 0xff.. words are NaN bit patterns: they must survive
+	}
+	runAll(3, func(r int) Communicator { return pcs[r] }, func(c Communicator, r int) []float32 {
+		var mine []byte
+		if r == 0 {
+			mine = id
+		}
+		got, err := c.(*ProcComm).ShareBytes(mine)
+		if err != nil || string(got) != string(id) {
+			t.Errorf("rank %d: %v, got %x", r, err, got)
+		}
+		cl := call{kind: kAllReduce, op: Sum, n: 10 + r/2}
+		err = c.(*ProcComm).agree(cl)
+		if err == nil || !strings.Contains(err.Error(), "rank 2 passed 11 elements, rank 0 passed 10") {
+			t.Errorf("rank %d: agree %v", r, err)
+		}
+		return nil
+	})
+}
