@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"resnetlab/comm"
+	"resnetlab/kernels"
 )
 
 // A run whose world spans processes (RunOptions.World): torchrun, srun or
@@ -16,7 +17,7 @@ import (
 // in every collective, gathers included, and write nothing.
 
 // checkWorld refuses a grid a world of processes cannot train: it trains
-// exactly one run, of the world's size, on the CPU.
+// exactly one run, of the world's size.
 func checkWorld(s *Spec, cells []Cell, w *comm.ProcComm) error {
 	if w == nil {
 		return nil
@@ -29,10 +30,6 @@ func checkWorld(s *Spec, cells []Cell, w *comm.ProcComm) error {
 		return fmt.Errorf("%s: run %s has gpus = %d, but the launcher started WORLD_SIZE=%d processes (make them equal)",
 			s.File, c.ID, c.WorldSize, w.WorldSize())
 	}
-	if s.Device != "cpu" {
-		return fmt.Errorf("%s: device = %q: a run of several processes trains on the CPU only so far (set device = \"cpu\", or train the GPUs of one host in one process)",
-			s.File, s.Device)
-	}
 	return nil
 }
 
@@ -42,6 +39,23 @@ func (j *job) localRanks() int {
 		return 1
 	}
 	return j.cell.WorldSize
+}
+
+// planRanks is how many ranks the device plan places on this host: the
+// run's, or this host's processes (each opens device LOCAL_RANK).
+func (j *job) planRanks() int {
+	if j.world != nil {
+		return max(j.world.LocalWorldSize(), j.world.LocalRank()+1)
+	}
+	return j.cell.WorldSize
+}
+
+// deviceRank is the plan's index of this process's i-th rank.
+func (j *job) deviceRank(i int) int {
+	if j.world != nil {
+		return j.world.LocalRank() + i
+	}
+	return i
 }
 
 // globalRank is the world rank of this process's i-th rank.
@@ -97,4 +111,53 @@ func (j *job) worldInterrupted(ctx context.Context) error {
 		ctx = c
 	}
 	return j.interrupted(ctx)
+}
+
+// worldCommKind resolves the spec's comm key for a world of processes: CPU
+// ranks use the host collectives over TCP; GPU ranks NCCL ("auto",
+// "nccl") or the host through ProcComm ("host"); "device" needs the ranks
+// in one process.
+func (j *job) worldCommKind() (string, error) {
+	want := j.spec.Comm
+	switch {
+	case j.plan.Kind == "cpu" && gpuOnlyComm(want):
+		return "", j.commError(fmt.Sprintf("%q needs GPU ranks, but this run trains on the CPU (want \"auto\" or \"host\")", want))
+	case j.plan.Kind == "cpu":
+		return commHost, nil
+	case want == "host":
+		return commStaged, nil
+	case want == "device":
+		return "", j.commError("\"device\" copies between the ranks of one process, but a launcher started one process per rank (want \"auto\", \"nccl\" or \"host\")")
+	}
+	return commNCCL, nil
+}
+
+// worldNCCL joins this process's GPU to the world's NCCL communicator:
+// rank 0 makes the unique id, the rendezvous connections share it, and
+// every rank calls ncclCommInitRank with its GPU's context current.
+func (j *job) worldNCCL(be kernels.Backend) (*comm.NCCLComm, error) {
+	lib, err := comm.LoadNCCL()
+	if err != nil {
+		return nil, err
+	}
+	var mine []byte
+	if j.world.Rank() == 0 {
+		id, err := lib.GetUniqueID()
+		if err != nil {
+			return nil, err
+		}
+		mine = id[:]
+	}
+	b, err := j.world.ShareBytes(mine)
+	if err != nil {
+		return nil, err
+	}
+	id, err := comm.UniqueIDFromBytes(b)
+	if err != nil {
+		return nil, err
+	}
+	if bb, ok := be.(interface{ Bind() func() }); ok {
+		defer bb.Bind()()
+	}
+	return lib.CommInitRank(j.world.WorldSize(), id, j.world.Rank())
 }

@@ -147,10 +147,10 @@ func (j *job) run(ctx context.Context) (err error) {
 		return fmt.Errorf("%s: %d training images cannot fill one batch of %d on each of %d ranks",
 			j.spec.File, j.train.N, j.spec.BatchSize, j.cell.WorldSize)
 	}
-	if j.plan, err = device.PlanFor(j.spec.Device, j.cell.WorldSize, j.spec.ShareDevices); err != nil {
+	if j.plan, err = device.PlanFor(j.spec.Device, j.planRanks(), j.spec.ShareDevices); err != nil {
 		return err
 	}
-	j.plan.Place(j.place.share(), j.cell.WorldSize)
+	j.plan.Place(j.place.share(), j.planRanks())
 	if n := j.plan.RunNotice(); n != "" {
 		j.logf(LevelWarn, "%s", n)
 	}

@@ -99,7 +99,7 @@ func (j *job) setup() error {
 	}
 	err = j.pool.do(func(i int) error {
 		r := j.globalRank(i)
-		be, err := j.plan.Open(r, local)
+		be, err := j.plan.Open(j.deviceRank(i), j.planRanks())
 		if err != nil {
 			return err
 		}
