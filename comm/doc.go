@@ -58,7 +58,7 @@
 // ends every other rank's collective with an error naming it. For NCCL,
 // rank 0 calls NCCL.GetUniqueID, ExchangeID hands the id to every process
 // over TCP, and each process calls NCCL.CommInitRank (CommFromEnv does the
-// three); the runner does not use NCCL across processes yet.
+// three); the runner shares the id through ProcComm.ShareBytes instead.
 //
 // # Imports
 //

@@ -57,7 +57,8 @@ const launchUsage = `Usage: resnetlab launch --nproc-per-node N [--nnodes M --no
 Starts this node's N ranks of a world of N x M processes, each as
 'resnetlab run --headless SPEC' with RANK, LOCAL_RANK, WORLD_SIZE,
 LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR and MASTER_PORT set, as torchrun
-does. SPEC must hold one run whose gpus equals N x M, on device = "cpu".
+does. SPEC must hold one run whose gpus equals N x M; each process uses
+device LOCAL_RANK of its host.
 Rank 0 serves the rendezvous at A:P, prints the run and writes its
 checkpoints and result; the other ranks print only their failure. SIGINT and
 SIGTERM are forwarded to every process. When one process fails the others
