@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // ProcComm is one process's Communicator in a world of processes (one rank
@@ -322,12 +323,13 @@ type frame struct {
 const frameLen = 1 + 1 + 4 + 8 + 8
 
 func writeFrame(c net.Conn, f frame, payload []byte) error {
-	b := make([]byte, frameLen, frameLen+len(payload))
+	b := make([]byte, frameLen)
 	b[0], b[1] = byte(f.kind), byte(f.op)
 	binary.BigEndian.PutUint32(b[2:], f.root)
 	binary.BigEndian.PutUint64(b[6:], f.n)
 	binary.BigEndian.PutUint64(b[14:], uint64(len(payload)))
-	_, err := c.Write(append(b, payload...))
+	bufs := net.Buffers{b, payload} // one writev, no copy of the payload
+	_, err := bufs.WriteTo(c)
 	return err
 }
 
@@ -353,7 +355,20 @@ func readFrame(c net.Conn, maxPayload uint64) (frame, []byte, error) {
 	return f, p, nil
 }
 
+// littleEndian: the wire order of the float32s is the host's on
+// little-endian machines (every machine resnetlab runs on), so buffers go
+// to the socket as they are, without a conversion pass.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// floatBytes is v as little-endian bytes: v's own memory where the host
+// is little-endian (the caller must not change v while the bytes are in use).
 func floatBytes(v []float32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	if littleEndian {
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
+	}
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
@@ -361,7 +376,12 @@ func floatBytes(v []float32) []byte {
 	return b
 }
 
+// bytesFloats fills dst from little-endian bytes b (4*len(dst) of them).
 func bytesFloats(dst []float32, b []byte) {
+	if littleEndian {
+		copy(floatBytes(dst), b)
+		return
+	}
 	for i := range dst {
 		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}

@@ -13,7 +13,7 @@ import (
 
 // joinAll joins world ranks (goroutines standing in for processes) with
 // fingerprint fps[r] and returns each rank's comm or error.
-func joinAll(t *testing.T, world int, fps []string, timeout time.Duration) ([]*ProcComm, []error) {
+func joinAll(t testing.TB, world int, fps []string, timeout time.Duration) ([]*ProcComm, []error) {
 	t.Helper()
 	port := freePort(t)
 	pcs, errs := make([]*ProcComm, world), make([]error, world)

@@ -232,10 +232,11 @@ func failAll(conns []net.Conn, err error) {
 
 // writeReply sends a status byte (0 ok, 1 error), a length and the bytes.
 func writeReply(c net.Conn, status byte, b []byte) error {
-	msg := make([]byte, 5, 5+len(b))
+	msg := make([]byte, 5)
 	msg[0] = status
 	binary.BigEndian.PutUint32(msg[1:], uint32(len(b)))
-	_, err := c.Write(append(msg, b...))
+	bufs := net.Buffers{msg, b} // one writev, no copy of b
+	_, err := bufs.WriteTo(c)
 	return err
 }
 

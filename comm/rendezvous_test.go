@@ -61,7 +61,7 @@ func TestEnvFromLaunch(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
