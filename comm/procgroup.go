@@ -111,6 +111,7 @@ func (pc *ProcComm) serve(ctx context.Context, fp string) error {
 				writeReply(p.c, 1, []byte(err.Error()))
 			}
 		}
+		tellWaiting(ln, err)
 		return err
 	}
 	for joined := 1; joined < env.WorldSize; joined++ {
@@ -144,6 +145,27 @@ func (pc *ProcComm) serve(ctx context.Context, fp string) error {
 		}
 	}
 	return nil
+}
+
+// tellWaiting gives err to the ranks that connected but were not accepted
+// yet: closing the listener would reset them without a word. It reads each
+// one's hello first (closing a socket with unread data resets it too).
+func tellWaiting(ln net.Listener, err error) {
+	tl, ok := ln.(*net.TCPListener)
+	if !ok {
+		return
+	}
+	tl.SetDeadline(time.Now().Add(100 * time.Millisecond))
+	for {
+		c, aerr := tl.Accept()
+		if aerr != nil {
+			return
+		}
+		c.SetDeadline(time.Now().Add(time.Second))
+		readWorldHello(c, 0)
+		writeReply(c, 1, []byte(err.Error()))
+		c.Close()
+	}
 }
 
 // missing names the ranks that have not joined yet.
