@@ -15,24 +15,32 @@ import (
 // failing rank) and its peers return an error wrapping ErrAborted before
 // they enqueue anything. Mismatched calls are reported on every rank, as
 // the host collectives do, instead of corrupting data or hanging.
+//
+// Across processes the agreement goes through a ProcComm: one round trip
+// to rank 0 per call, and a lost process ends its peers' calls the same way.
 type CheckedComm struct {
-	D DeviceCommunicator
-	c *hostComm
+	D      DeviceCommunicator
+	agree1 agreer
 }
 
 var _ DeviceCommunicator = (*CheckedComm)(nil)
 
-// NewCheckedComm wraps d, rank c.Rank() of an in-process Group.
+// NewCheckedComm wraps d, rank c.Rank() of an in-process Group or a ProcComm.
 func NewCheckedComm(d DeviceCommunicator, c Communicator) (*CheckedComm, error) {
-	hc, ok := c.(*hostComm)
-	if !ok {
-		return nil, fmt.Errorf("parallel: CheckedComm needs a communicator of an in-process Group, not %T", c)
+	var a agreer
+	switch hc := c.(type) {
+	case *hostComm:
+		a = func(cl call) error { return hc.run(cl) }
+	case *ProcComm:
+		a = hc.agree
+	default:
+		return nil, fmt.Errorf("parallel: CheckedComm needs a communicator of an in-process Group or a ProcComm, not %T", c)
 	}
-	if d.Rank() != hc.rank || d.WorldSize() != hc.g.world {
-		return nil, fmt.Errorf("parallel: CheckedComm: communicator is rank %d of %d, group comm rank %d of %d",
-			d.Rank(), d.WorldSize(), hc.rank, hc.g.world)
+	if d.Rank() != c.Rank() || d.WorldSize() != c.WorldSize() {
+		return nil, fmt.Errorf("parallel: CheckedComm: communicator is rank %d of %d, host comm rank %d of %d",
+			d.Rank(), d.WorldSize(), c.Rank(), c.WorldSize())
 	}
-	return &CheckedComm{D: d, c: hc}, nil
+	return &CheckedComm{D: d, agree1: a}, nil
 }
 
 func (k *CheckedComm) Rank() int      { return k.D.Rank() }
@@ -44,8 +52,11 @@ func (k *CheckedComm) agree(cl call, t *kernels.Tensor) error {
 	if t != nil {
 		cl.dt = t.DType
 	}
-	return k.c.run(cl)
+	return k.agree1(cl)
 }
+
+// agreer runs a call's host agreement: publish, check, barrier.
+type agreer func(cl call) error
 
 func (k *CheckedComm) AllReduce(t *kernels.Tensor, op Op) error {
 	if t == nil {

@@ -48,12 +48,17 @@
 //
 // # Multi-process runs
 //
-// EnvFromTorch reads torchrun's variables; rank 0 calls NCCL.GetUniqueID,
-// ExchangeID hands the id to every process over TCP, and each process calls
-// NCCL.CommInitRank (CommFromEnv does the three). Inside one process, one
-// goroutine per local GPU (Launch), with NCCL.CommInitAll or CommInitRank
-// per goroutine. There is no host Communicator across processes yet, and
-// the runner does not start multi-process runs yet (docs/multigpu.md).
+// EnvFromLaunch reads torchrun's or srun's variables (slurm.go). JoinWorld
+// is the rendezvous at MASTER_ADDR:MASTER_PORT (rank 0 serves it): every
+// rank's world size, rank and fingerprint (spec and binary) are checked
+// before any collective, and a rank that never arrives is named. The
+// ProcComm it returns is the host Communicator across processes: a star
+// around rank 0 that reduces with reduceInto in rank order, so a world of
+// CPU processes gives the in-process Group's bits; a lost or failed rank
+// ends every other rank's collective with an error naming it. For NCCL,
+// rank 0 calls NCCL.GetUniqueID, ExchangeID hands the id to every process
+// over TCP, and each process calls NCCL.CommInitRank (CommFromEnv does the
+// three); the runner shares the id through ProcComm.ShareBytes instead.
 //
 // # Imports
 //

@@ -52,7 +52,15 @@ const (
 
 var kindNames = [...]string{"", "AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Barrier", "Free"}
 
-func (k kind) String() string { return kindNames[k] }
+func (k kind) String() string {
+	if k == kAbort {
+		return "Abort"
+	}
+	if int(k) >= len(kindNames) || k == 0 {
+		return fmt.Sprintf("kind(%d)", uint8(k))
+	}
+	return kindNames[k]
+}
 
 // call is one rank's part of a collective. Its owner writes it before the
 // collective's first barrier; peers read it until the last barrier.

@@ -14,21 +14,32 @@ import (
 )
 
 // Env is a process's place in a multi-process run, as torchrun, `colossalai
-// run` or a Slurm script describe it (colossalai.launch_from_torch).
+// run`, srun or `resnetlab launch` describe it (colossalai.launch_from_torch).
+// LocalWorldSize and GroupRank are 0 when the launcher did not say.
 type Env struct {
 	Rank, LocalRank, WorldSize int
 	MasterAddr                 string
 	MasterPort                 int
+	LocalWorldSize, GroupRank  int
 }
 
-// torchVars are the variables EnvFromTorch reads, all required together.
+// torchVars are the variables EnvFromLaunch reads, all required together.
 var torchVars = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}
 
-// EnvFromTorch reads RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and
-// MASTER_PORT. ok is false (with a one-rank Env) when none is set: a plain
-// single-process run. Setting only some of them, or a malformed value, is
-// an error naming the variable.
-func EnvFromTorch() (env Env, ok bool, err error) { return parseEnv(os.LookupEnv) }
+// EnvFromLaunch reads this process's place from torchrun's variables
+// (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, and
+// LOCAL_WORLD_SIZE and GROUP_RANK where set) or, when none of them is set,
+// from srun's (slurm.go). ok is false (with a one-rank Env) when neither
+// launcher started the process: a plain single-process run. Setting only
+// some of them, a malformed value or two that contradict each other is an
+// error naming the variable.
+func EnvFromLaunch() (env Env, ok bool, err error) {
+	env, ok, err = parseEnv(os.LookupEnv)
+	if ok || err != nil {
+		return env, ok, err
+	}
+	return parseSlurm(os.LookupEnv)
+}
 
 func parseEnv(lookup func(string) (string, bool)) (Env, bool, error) {
 	var set, missing []string
@@ -48,6 +59,11 @@ func parseEnv(lookup func(string) (string, bool)) (Env, bool, error) {
 		return Env{}, false, fmt.Errorf("launch environment: %s set but %s missing (torchrun sets all of %s)",
 			strings.Join(set, ", "), strings.Join(missing, ", "), strings.Join(torchVars, ", "))
 	}
+	for _, k := range []string{"LOCAL_WORLD_SIZE", "GROUP_RANK"} {
+		if v, ok := lookup(k); ok {
+			vals[k] = strings.TrimSpace(v)
+		}
+	}
 	var e Env
 	var err error
 	num := func(k string, lo, hi int) int {
@@ -61,14 +77,39 @@ func parseEnv(lookup func(string) (string, bool)) (Env, bool, error) {
 	e.Rank = num("RANK", 0, e.WorldSize-1)
 	e.LocalRank = num("LOCAL_RANK", 0, e.WorldSize-1)
 	e.MasterPort = num("MASTER_PORT", 1, 65535)
+	if _, ok := vals["LOCAL_WORLD_SIZE"]; ok {
+		e.LocalWorldSize = num("LOCAL_WORLD_SIZE", e.LocalRank+1, e.WorldSize)
+	}
+	if _, ok := vals["GROUP_RANK"]; ok {
+		e.GroupRank = num("GROUP_RANK", 0, e.WorldSize-1)
+	}
 	e.MasterAddr = vals["MASTER_ADDR"]
 	if err == nil && e.MasterAddr == "" {
 		err = errors.New(`launch environment: MASTER_ADDR="", want the master's host name or IP address`)
+	}
+	if err == nil {
+		err = e.checkGroup(vals)
 	}
 	if err != nil {
 		return Env{}, false, err
 	}
 	return e, true, nil
+}
+
+// checkGroup checks RANK against GROUP_RANK and LOCAL_WORLD_SIZE when both
+// are set: torchrun numbers the ranks of node g as g*LOCAL_WORLD_SIZE +
+// LOCAL_RANK.
+func (e Env) checkGroup(vals map[string]string) error {
+	_, hasG := vals["GROUP_RANK"]
+	_, hasL := vals["LOCAL_WORLD_SIZE"]
+	if !hasG || !hasL {
+		return nil
+	}
+	if want := e.GroupRank*e.LocalWorldSize + e.LocalRank; want != e.Rank {
+		return fmt.Errorf("launch environment: RANK=%d conflicts with GROUP_RANK=%d, LOCAL_WORLD_SIZE=%d and LOCAL_RANK=%d "+
+			"(want RANK = GROUP_RANK*LOCAL_WORLD_SIZE+LOCAL_RANK = %d)", e.Rank, e.GroupRank, e.LocalWorldSize, e.LocalRank, want)
+	}
+	return nil
 }
 
 // RendezvousTimeout bounds ExchangeID when its context has no deadline.
@@ -191,10 +232,11 @@ func failAll(conns []net.Conn, err error) {
 
 // writeReply sends a status byte (0 ok, 1 error), a length and the bytes.
 func writeReply(c net.Conn, status byte, b []byte) error {
-	msg := make([]byte, 5, 5+len(b))
+	msg := make([]byte, 5)
 	msg[0] = status
 	binary.BigEndian.PutUint32(msg[1:], uint32(len(b)))
-	_, err := c.Write(append(msg, b...))
+	bufs := net.Buffers{msg, b} // one writev, no copy of b
+	_, err := bufs.WriteTo(c)
 	return err
 }
 

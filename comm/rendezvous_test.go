@@ -51,17 +51,17 @@ func TestParseEnv(t *testing.T) {
 	}
 }
 
-func TestEnvFromTorch(t *testing.T) {
+func TestEnvFromLaunch(t *testing.T) {
 	for k, v := range map[string]string{"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1234"} {
 		t.Setenv(k, v)
 	}
-	e, ok, err := EnvFromTorch()
+	e, ok, err := EnvFromLaunch()
 	if err != nil || !ok || e.Rank != 1 || e.MasterPort != 1234 {
 		t.Fatalf("%+v %v %v", e, ok, err)
 	}
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,9 @@ func (j *job) planComm() (string, error) {
 	if j.commKind != "" {
 		return j.commKind, nil
 	}
+	if j.world != nil {
+		return j.worldCommKind()
+	}
 	want := j.spec.Comm
 	if j.plan.Kind == "cpu" {
 		if spec.GPUOnlyComm(want) {
@@ -63,7 +66,7 @@ func (j *job) startComm() error {
 	if j.result != nil {
 		j.result.Comm = j.commKind
 	}
-	if j.commKind != commNCCL {
+	if j.commKind != commNCCL || j.world != nil { // across processes: NCCL starts on the rank's thread (worldNCCL)
 		j.logf(LevelInfo, "%s", j.commLine(""))
 		return nil
 	}
@@ -84,18 +87,25 @@ func (j *job) commLine(detail string) string {
 	n := j.cell.WorldSize
 	switch j.commKind {
 	case commHost:
+		if j.world != nil {
+			return fmt.Sprintf("comm: host over TCP (rank %d of %d processes, collectives through rank 0 in rank order)", j.world.Rank(), n)
+		}
 		return fmt.Sprintf("comm: host (%d CPU rank(s), collectives over host memory in rank order)", n)
 	case commStaged:
 		return fmt.Sprintf("comm: host-staged (comm = \"host\": %d GPU rank(s) download, sum on the host, upload; the slow path)", n)
 	case commDevice:
 		return fmt.Sprintf("comm: device (%d GPU rank(s) on GPUs %v: peer copies and sums by the GPU's kernels, rank order)", n, j.plan.Devices)
 	}
+	if j.world != nil {
+		return fmt.Sprintf("comm: nccl across processes (rank %d of %d on local GPU %d: ncclCommInitRank, the id shared at the rendezvous, calls agreed through rank 0)",
+			j.world.Rank(), n, j.plan.Devices[j.deviceRank(0)])
+	}
 	return "comm: nccl" + detail
 }
 
 // comm makes rank r's communicator for its backend's tensors.
 func (j *job) comm(r int, be kernels.Backend) (comm.DeviceCommunicator, error) {
-	c := j.group.Comm(r)
+	c := j.rankComm(r)
 	switch j.commKind {
 	case commHost:
 		return comm.NewHostTensorComm(c), nil
@@ -104,6 +114,13 @@ func (j *job) comm(r int, be kernels.Backend) (comm.DeviceCommunicator, error) {
 	case commDevice:
 		return comm.NewDeviceComm(be, c)
 	case commNCCL:
+		if j.world != nil {
+			nc, err := j.worldNCCL(be)
+			if err != nil {
+				return nil, err
+			}
+			j.nccl = []*comm.NCCLComm{nc}
+		}
 		tc, err := j.nccl[r].ForBackend(be)
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"resnetlab/comm"
 	"resnetlab/spec"
 )
 
@@ -17,6 +18,9 @@ type RunOptions struct {
 	// ResumeFrom; RunSpec then returns when cmds is closed or ctx is done.
 	// Without it RunSpec returns as soon as every run has finished.
 	StayOpen bool
+	// World, when set, makes this process one rank of a run whose world
+	// spans processes (dist.go); the grid must hold one run of its size.
+	World *comm.ProcComm
 }
 
 // Apply returns a copy of s with the options' overrides applied and

@@ -15,6 +15,7 @@ import (
 type rankPool struct {
 	work  []chan func() error
 	res   chan rankErr
+	first int         // the world rank of the pool's rank 0 (0 unless the world spans processes)
 	abort func(error) // unblocks collectives when a rank fails
 	// explain, when set, rewrites a rank's error before anyone sees it (the
 	// job names the device and the fix of an out-of-memory error). It runs
@@ -77,7 +78,7 @@ func (p *rankPool) do(f func(rank int) error) error {
 	for range p.work {
 		re := <-p.res
 		if re.err != nil && first == nil {
-			first = withRank(re.rank, re.err)
+			first = withRank(p.first+re.rank, re.err)
 			if p.abort != nil {
 				p.abort(first)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"resnetlab/data"
 	"resnetlab/device"
+	"resnetlab/engine"
 	"resnetlab/kernels"
 	"resnetlab/model"
 )
@@ -28,6 +29,9 @@ import (
 func RunSpec(ctx context.Context, sp *spec.Spec, opts RunOptions, events chan<- Event, cmds <-chan Command) error {
 	s, cells, rejected, err := opts.Apply(sp)
 	if err != nil {
+		return err
+	}
+	if err := checkWorld(s, cells, opts.World); err != nil {
 		return err
 	}
 	g := &gridRun{spec: s, opts: opts, cells: cells, events: events}
@@ -119,7 +123,7 @@ func runCell(ctx context.Context, j *job) error {
 		PeakDeviceBytes: make([]int64, c.WorldSize), PeakHostBytes: make([]int64, c.WorldSize)}
 	err := safely(func() error { return j.run(ctx) })
 	ferr := j.finish(err)
-	if j.recordable(err) {
+	if j.recordable(err) && j.records() {
 		if werr := report.WriteResult(s.ResultsDir, j.result); werr != nil {
 			ferr = errors.Join(ferr, werr)
 		}
@@ -145,10 +149,10 @@ func (j *job) run(ctx context.Context) (err error) {
 		return fmt.Errorf("%s: %d training images cannot fill one batch of %d on each of %d ranks",
 			j.spec.File, j.train.N, j.spec.BatchSize, j.cell.WorldSize)
 	}
-	if j.plan, err = device.PlanFor(j.spec.Device, j.cell.WorldSize, j.spec.ShareDevices); err != nil {
+	if j.plan, err = device.PlanFor(j.spec.Device, j.planRanks(), j.spec.ShareDevices); err != nil {
 		return err
 	}
-	j.plan.Place(j.place.share(), j.cell.WorldSize)
+	j.plan.Place(j.place.share(), j.planRanks())
 	if n := j.plan.RunNotice(); n != "" {
 		j.logf(LevelWarn, "%s", n)
 	}
@@ -165,7 +169,7 @@ func (j *job) run(ctx context.Context) (err error) {
 		j.info.Devices = append(j.info.Devices, rs.be.Device())
 	}
 	j.result.Backend, j.result.Devices = j.info.Backend, j.info.Devices
-	if !noCheckpoints(j.cell.CheckpointDir) { // held until the run ends: no other run's saves interleave
+	if !noCheckpoints(j.cell.CheckpointDir) && j.records() { // held until the run ends: no other run's saves interleave
 		lock, err := lockCheckpointDir(j.cell.CheckpointDir, j.info.ID)
 		if err != nil {
 			return err
@@ -188,6 +192,13 @@ func (j *job) run(ctx context.Context) (err error) {
 // scratch directory when the run keeps no checkpoint of its last epoch).
 func (j *job) digest() error {
 	meta := j.meta(j.spec.Epochs, j.info.StepsPerEpoch)
+	var st *engine.State
+	if j.world != nil { // every process takes part in the gather; rank 0 digests
+		var err error
+		if st, err = j.gatherState(); err != nil || !j.records() {
+			return err
+		}
+	}
 	if !noCheckpoints(j.cell.CheckpointDir) && j.spec.Interval > 0 { // endEpoch saved the last epoch
 		path, _, _ := CheckpointPaths(j.cell.CheckpointDir, j.spec.Epochs)
 		if _, err := os.Stat(path); err == nil {
@@ -196,10 +207,13 @@ func (j *job) digest() error {
 			return err
 		}
 	}
-	st, err := j.gatherState()
-	if err != nil {
-		return err
+	if st == nil {
+		var err error
+		if st, err = j.gatherState(); err != nil {
+			return err
+		}
 	}
+	var err error
 	j.result.ModelSHA256, err = modelDigest(st, meta)
 	return err
 }

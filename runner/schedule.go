@@ -139,7 +139,7 @@ func (g *gridRun) startQueued(ctx context.Context) {
 	}
 	for _, i := range batch {
 		job := &job{spec: g.spec, cell: g.cells[i], info: g.infos[i], events: g.events, cmds: g.inbox[i],
-			train: g.train, test: g.test, startFrom: g.resume[i], place: g.placement(i), reopened: g.reopened[i]}
+			train: g.train, test: g.test, startFrom: g.resume[i], place: g.placement(i), reopened: g.reopened[i], world: g.opts.World}
 		go func(i int) {
 			g.done <- cellDone{i, runCell(ctx, job)}
 		}(i)

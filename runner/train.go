@@ -36,6 +36,7 @@ type job struct {
 	commKind    string           // commHost, commStaged, commDevice or commNCCL (comm.go)
 	nccl        []*comm.NCCLComm // per rank, with commNCCL
 	failed      bool             // the run ended in an error (close aborts NCCL)
+	world       *comm.ProcComm   // a world of processes: this process trains one rank (dist.go)
 
 	epoch, step int // position: 0-based epoch index, steps done in it
 	epochLoss   float64
@@ -83,12 +84,13 @@ func (j *job) logf(level Level, format string, args ...any) {
 
 // setup opens every rank's backend and builds its model and engine.
 func (j *job) setup() error {
-	n := j.cell.WorldSize
-	j.group = comm.NewGroup(n)
-	j.pool = startRanks(n, j.group.Abort)
+	n, local := j.cell.WorldSize, j.localRanks()
+	j.group = comm.NewGroup(local)
+	j.pool = startRanks(local, j.abortRanks)
+	j.pool.first = j.globalRank(0)
 	j.pool.explain = j.explainOOM // out of device memory: name the rank, its usage and the fix
-	j.ranks = make([]*rankState, n)
-	j.gem = make([]geminiRank, n)
+	j.ranks = make([]*rankState, local)
+	j.gem = make([]geminiRank, local)
 	engCfg, err := j.engineConfig()
 	if err != nil {
 		return err
@@ -99,8 +101,9 @@ func (j *job) setup() error {
 	if err := j.startComm(); err != nil {
 		return err
 	}
-	err = j.pool.do(func(r int) error {
-		be, err := j.plan.Open(r, n)
+	err = j.pool.do(func(i int) error {
+		r := j.globalRank(i)
+		be, err := j.plan.Open(j.deviceRank(i), j.planRanks())
 		if err != nil {
 			return err
 		}
@@ -108,8 +111,8 @@ func (j *job) setup() error {
 			be = trainWrap(be)
 		}
 		rs := &rankState{be: be}
-		j.ranks[r] = rs
-		if rs.comm, err = j.comm(r, be); err != nil {
+		j.ranks[i] = rs
+		if rs.comm, err = j.comm(i, be); err != nil {
 			return err
 		}
 		m := model.NewResNet18(be, model.Config{Width: j.spec.Width, InChannels: j.train.C,
@@ -310,7 +313,7 @@ func (j *job) checkpoint() error {
 		return nil
 	}
 	st, err := j.gatherState()
-	if err != nil {
+	if err != nil || !j.records() {
 		return err
 	}
 	epoch, step := j.epoch+1, j.step
@@ -386,6 +389,9 @@ func trimEpochs(es []report.EpochResult, upTo int) []report.EpochResult {
 
 // control serves the commands that arrived, blocking while paused.
 func (j *job) control(ctx context.Context) error {
+	if err := j.worldInterrupted(ctx); err != nil {
+		return err
+	}
 	paused := false
 	for {
 		var cmd Command

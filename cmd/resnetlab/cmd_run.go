@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"resnetlab/report"
 	"resnetlab/runner"
@@ -37,12 +38,35 @@ func (c *cli) cmdRun(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "resnetlab run: %v\n", err)
 		return exitFailed
 	}
-	if err := c.checkPaths(sp, cells, opts); err != nil {
-		fmt.Fprintln(c.stderr, err)
+	world, err := joinWorld(ctx, pos[0], opts)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "resnetlab run: %v\n", err)
 		return exitFailed
+	}
+	if world != nil {
+		defer world.Close()
+		opts.World = world
+		if !opts.Headless {
+			fmt.Fprintf(c.stderr, "resnetlab: rank %d of %d processes; running headless\n", world.Rank(), world.WorldSize())
+			opts.Headless = true
+		}
+	}
+	if world == nil || world.Rank() == 0 { // the other ranks write nothing
+		if err := c.checkPaths(sp, cells, opts); err != nil {
+			fmt.Fprintln(c.stderr, err)
+			if world != nil {
+				world.Abort(err)
+			}
+			return exitFailed
+		}
 	}
 	if !opts.Headless {
 		opts.Headless = c.fallBackToHeadless()
+	}
+	if world != nil && world.Rank() != 0 { // rank 0 prints the run; the others only their failure
+		q := *c
+		q.stdout = io.Discard
+		return q.execute(ctx, sp, cells, opts)
 	}
 	return c.execute(ctx, sp, cells, opts)
 }

@@ -80,7 +80,7 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(c.stderr, "resnetlab: unknown command %q (want run, eval, data, compare, report, bench, export, import or help)\n"+
+		fmt.Fprintf(c.stderr, "resnetlab: unknown command %q (want run, launch, eval, data, compare, report, bench, export, import or help)\n"+
 			"Run 'resnetlab help' for usage.\n", name)
 		return exitUsage
 	}
@@ -94,7 +94,7 @@ func (c *cli) help(args []string) int {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(c.stderr, "resnetlab help: unknown command %q (want run, eval, data, compare, report, bench, export or import)\n", args[0])
+		fmt.Fprintf(c.stderr, "resnetlab help: unknown command %q (want run, launch, eval, data, compare, report, bench, export or import)\n", args[0])
 		return exitUsage
 	}
 	fmt.Fprint(c.stdout, cmd.usage)
@@ -112,6 +112,7 @@ var commands map[string]command
 func init() { // in init: the run functions refer to commands for their usage
 	commands = map[string]command{
 		"run":     {runUsage, (*cli).cmdRun},
+		"launch":  {launchUsage, (*cli).cmdLaunch},
 		"eval":    {evalUsage, (*cli).cmdEval},
 		"data":    {dataUsage, (*cli).cmdData},
 		"compare": {compareUsage, (*cli).cmdCompare},

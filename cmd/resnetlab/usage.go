@@ -9,6 +9,7 @@ Usage:
 
 Commands:
   run       train every run of an experiment spec (terminal UI, or a plain log)
+  launch    train one run of a spec as several processes, one rank each
   eval      measure the test accuracy of a saved checkpoint
   data      fetch data sets
   compare   compare finished runs side by side
@@ -52,6 +53,31 @@ Examples:
   resnetlab run --headless --device cpu experiments/smoke.toml
   resnetlab run --resume 40 experiments/zero.toml
   resnetlab run --resume 41@120 experiments/zero.toml
+`
+
+const launchUsage = `Usage: resnetlab launch --nproc-per-node N [--nnodes M --node-rank R] [--master-addr A] [--master-port P] SPEC
+
+Starts this node's N ranks of a world of N x M processes, each as
+'resnetlab run --headless SPEC' with RANK, LOCAL_RANK, WORLD_SIZE,
+LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR and MASTER_PORT set, as torchrun
+does. SPEC must hold one run whose gpus equals N x M; each process uses
+device LOCAL_RANK of its host.
+Rank 0 serves the rendezvous at A:P, prints the run and writes its
+checkpoints and result; the other ranks print only their failure. SIGINT and
+SIGTERM are forwarded to every process. When one process fails the others
+are ended; the exit status is the first failure's (130 when interrupted).
+
+Flags:
+  --nproc-per-node N  processes (ranks) to start on this node
+  --nnodes M          nodes of the world (default 1)
+  --node-rank R       this node's index, 0 to M-1 (default 0; node 0 runs rank 0)
+  --master-addr A     rank 0's host (default 127.0.0.1)
+  --master-port P     rank 0's rendezvous port (default 29500)
+
+Examples:
+  resnetlab launch --nproc-per-node 2 spec.toml
+  resnetlab launch --nproc-per-node 1 --nnodes 2 --node-rank 0 --master-addr node0 spec.toml   # on node0
+  resnetlab launch --nproc-per-node 1 --nnodes 2 --node-rank 1 --master-addr node0 spec.toml   # on node1
 `
 
 const evalUsage = `Usage: resnetlab eval -c DIR [-e E] [--dataset NAME] [--data DIR] [--device NAME] [--batch N] [--spec SPEC]

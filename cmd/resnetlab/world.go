@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+
+	"resnetlab/comm"
+	"resnetlab/fsutil"
+	"resnetlab/runner"
+)
+
+// joinWorld makes this process a rank of a multi-process run when a
+// launcher (torchrun, srun, resnetlab launch) started it: it joins the
+// world at MASTER_ADDR:MASTER_PORT, where rank 0 checks that every rank
+// runs the same spec, options and binary. It returns nil with no launcher.
+func joinWorld(ctx context.Context, specPath string, opts runner.RunOptions) (*comm.ProcComm, error) {
+	env, ok, err := comm.EnvFromLaunch()
+	if err != nil || !ok || env.WorldSize == 1 {
+		return nil, err
+	}
+	fp, err := fingerprint(specPath, opts)
+	if err != nil {
+		return nil, err
+	}
+	return comm.JoinWorld(ctx, env, fp)
+}
+
+// fingerprint digests what must agree between the ranks: the binary, the
+// spec's bytes and the options that change the training.
+func fingerprint(specPath string, opts runner.RunOptions) (string, error) {
+	h := sha256.New()
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("rendezvous: cannot find this binary to fingerprint it: %w", err)
+	}
+	f, err := fsutil.OpenRegular(exe)
+	if err != nil {
+		return "", fmt.Errorf("rendezvous: fingerprinting this binary: %w", err)
+	}
+	_, err = io.Copy(h, f)
+	f.Close()
+	if err != nil {
+		return "", fmt.Errorf("rendezvous: fingerprinting %s: %w", exe, err)
+	}
+	spec, err := fsutil.ReadFile(specPath, 4<<20) // LoadSpec read it within the same cap
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(h, "\x00spec %d\x00", len(spec))
+	h.Write(spec)
+	fmt.Fprintf(h, "\x00resume %d device %q", opts.Resume, opts.Device)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets the tests start this test binary as the resnetlab command
+// (RESNETLAB_TEST_MAIN=1), one process per rank.
+func TestMain(m *testing.M) {
+	if os.Getenv("RESNETLAB_TEST_MAIN") == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := newCLI(os.Stdout, os.Stderr).main(ctx, os.Args[1:])
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// worldSpec is a tiny synthetic run of one plugin on world CPU ranks, its
+// directories relative to the process's working directory.
+func worldSpec(plugin string, world, epochs int) string {
+	return fmt.Sprintf("name = \"w\"\ndataset = \"synthetic\"\nwidth = 4\nepochs = %d\nbatch_size = 10\ndevice = \"cpu\"\n"+
+		"eval_every = 0\ncheckpoint = \"ck\"\nresults_dir = \"res\"\ninterval = 1\n"+
+		"[[run]]\nplugin = %q\ngpus = %d\n[synthetic]\ntrain = 60\ntest = 20\nseed = 5\n", epochs, plugin, world)
+}
+
+func port(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+}
+
+type proc struct {
+	cmd            *exec.Cmd
+	dir            string
+	stdout, stderr bytes.Buffer
+}
+
+// startRank starts the test binary as `resnetlab run --headless w.toml` in
+// its own directory holding spec; env are the launcher's variables (none:
+// a plain run).
+func startRank(t *testing.T, spec string, env ...string) *proc {
+	t.Helper()
+	return startCmd(t, spec, []string{"run", "--headless", "w.toml"}, env...)
+}
+
+// startCmd starts the test binary as resnetlab with args in a directory
+// holding spec as w.toml.
+func startCmd(t *testing.T, spec string, args []string, env ...string) *proc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{dir: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(p.dir, "w.toml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(exe, args...)
+	p.cmd.Dir = p.dir
+	p.cmd.Env = append(os.Environ(), append([]string{"RESNETLAB_TEST_MAIN=1"}, env...)...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.cmd.Process.Kill() })
+	return p
+}
+
+func rankEnv(r, world int, port string) []string {
+	return []string{fmt.Sprintf("RANK=%d", r), fmt.Sprintf("LOCAL_RANK=%d", r), fmt.Sprintf("WORLD_SIZE=%d", world),
+		"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port}
+}
+
+// startWorld starts world ranks, specs[r] for rank r.
+func startWorld(t *testing.T, specs []string) []*proc {
+	pt := port(t)
+	ps := make([]*proc, len(specs))
+	for r, s := range specs {
+		ps[r] = startRank(t, s, rankEnv(r, len(specs), pt)...)
+	}
+	return ps
+}
+
+// waitAll waits for every process, at most limit in all, and returns the
+// exit codes.
+func waitAll(t *testing.T, ps []*proc, limit time.Duration) []int {
+	t.Helper()
+	codes := make([]int, len(ps))
+	done := make(chan struct{})
+	go func() {
+		for i, p := range ps {
+			p.cmd.Wait()
+			codes[i] = p.cmd.ProcessState.ExitCode()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		for i, p := range ps {
+			t.Logf("rank %d stderr:\n%s", i, p.stderr.String())
+		}
+		t.Fatalf("the processes were still running after %v", limit)
+	}
+	return codes
+}
+
+func modelSHA(t *testing.T, p *proc) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(p.dir, "res", "*.json"))
+	if len(m) != 1 {
+		t.Fatalf("results in %s: %v\nstdout:\n%s\nstderr:\n%s", p.dir, m, p.stdout.String(), p.stderr.String())
+	}
+	b, err := os.ReadFile(m[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		ModelSHA256 string `json:"model_sha256"`
+		Status      string `json:"status"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil || r.ModelSHA256 == "" || r.Status != "done" {
+		t.Fatalf("%s: %v %+v", m[0], err, r)
+	}
+	return r.ModelSHA256
+}
+
+// TestWorldOfProcessesEqualsOneProcess: 2 and 3 processes of one rank each
+// train, for every plugin, the model one process trains with the same
+// ranks as goroutines, bit for bit; only rank 0 writes.
+func TestWorldOfProcessesEqualsOneProcess(t *testing.T) {
+	for _, plugin := range []string{"torch_ddp", "low_level_zero", "gemini"} {
+		for _, world := range []int{2, 3} {
+			spec := worldSpec(plugin, world, 2)
+			one := startRank(t, spec)
+			ps := startWorld(t, []string{spec, spec, spec}[:world])
+			codes := waitAll(t, append(ps, one), 60*time.Second)
+			for i, c := range codes {
+				if c != 0 {
+					p := append(ps, one)[i]
+					t.Fatalf("%s world %d: process %d exited %d:\n%s", plugin, world, i, c, p.stderr.String())
+				}
+			}
+			want, got := modelSHA(t, one), modelSHA(t, ps[0])
+			if got != want {
+				t.Errorf("%s world %d: %d processes give model_sha256 %s, one process %s", plugin, world, world, got, want)
+			}
+			for r, p := range ps[1:] {
+				if ents, _ := os.ReadDir(p.dir); len(ents) != 1 {
+					t.Errorf("%s world %d: rank %d wrote %v (want only its spec)", plugin, world, r+1, ents)
+				}
+			}
+			if !strings.Contains(ps[0].stdout.String(), "checkpoint of epoch 2 saved") {
+				t.Errorf("%s world %d: rank 0 printed no checkpoint:\n%s", plugin, world, ps[0].stdout.String())
+			}
+		}
+	}
+}
+
+// TestWorldKilledRankEndsTheOthers: a rank killed mid-run ends the others
+// within 30 s with an error naming it.
+func TestWorldKilledRankEndsTheOthers(t *testing.T) {
+	spec := worldSpec("torch_ddp", 3, 100000)
+	ps := startWorld(t, []string{spec, spec, spec})
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(ps[0].stdout.String(), "loss ") { // training: a step was printed
+		if time.Now().After(deadline) {
+			t.Fatalf("no step after 20 s:\n%s", ps[0].stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ps[2].cmd.Process.Signal(syscall.SIGKILL)
+	codes := waitAll(t, ps[:2], 30*time.Second)
+	for r, c := range codes {
+		msg := ps[r].stderr.String()
+		if c == 0 || !strings.Contains(msg, "rank 2 (host") {
+			t.Errorf("rank %d exited %d, stderr %q: want a failure naming rank 2", r, c, msg)
+		}
+	}
+}
+
+// TestWorldRefusesAnotherSpec: a rank started with another spec is refused
+// at the rendezvous, before anything trains, on every rank.
+func TestWorldRefusesAnotherSpec(t *testing.T) {
+	spec := worldSpec("torch_ddp", 2, 1)
+	ps := startWorld(t, []string{spec, strings.Replace(spec, "seed = 5", "seed = 6", 1)})
+	codes := waitAll(t, ps, 30*time.Second)
+	for r, c := range codes {
+		msg := ps[r].stderr.String()
+		if c != 1 || !strings.Contains(msg, "rank 1 (host") || !strings.Contains(msg, "another spec or binary") {
+			t.Errorf("rank %d exited %d, stderr %q: want the refusal of rank 1", r, c, msg)
+		}
+		if strings.Contains(ps[r].stdout.String(), "loss ") {
+			t.Errorf("rank %d trained:\n%s", r, ps[r].stdout.String())
+		}
+	}
+}
+
+// TestWorldEnvErrors: a launcher variable missing or contradicting
+// another is a one-line error naming it.
+func TestWorldEnvErrors(t *testing.T) {
+	spec := worldSpec("torch_ddp", 2, 1)
+	for want, env := range map[string][]string{
+		"LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT missing": {"RANK=0"},
+		`RANK="2"`: {"RANK=2", "LOCAL_RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=x", "MASTER_PORT=1"},
+		"RANK=1 conflicts with GROUP_RANK=1": {"RANK=1", "LOCAL_RANK=1", "WORLD_SIZE=4", "MASTER_ADDR=x", "MASTER_PORT=1",
+			"LOCAL_WORLD_SIZE=2", "GROUP_RANK=1"},
+		"but MASTER_PORT is missing":                      {"SLURM_PROCID=1", "SLURM_LOCALID=0", "SLURM_NTASKS=2", "SLURM_JOB_NODELIST=n[1-2]"},
+		"gpus = 2, but the launcher started WORLD_SIZE=3": nil,
+	} {
+		if env == nil { // a world whose size the spec does not have
+			pt := port(t)
+			ps := []*proc{startRank(t, spec, rankEnv(0, 3, pt)...), startRank(t, spec, rankEnv(1, 3, pt)...), startRank(t, spec, rankEnv(2, 3, pt)...)}
+			waitAll(t, ps, 30*time.Second)
+			if msg := ps[0].stderr.String(); !strings.Contains(msg, want) {
+				t.Errorf("world 3, gpus 2: stderr %q, want %q", msg, want)
+			}
+			continue
+		}
+		p := startRank(t, spec, env...)
+		codes := waitAll(t, []*proc{p}, 10*time.Second)
+		msg := p.stderr.String()
+		if codes[0] != 1 || !strings.Contains(msg, want) || strings.Count(strings.TrimSpace(msg), "\n") != 0 {
+			t.Errorf("env %v: exit %d, stderr %q: want one line with %q", env, codes[0], msg, want)
+		}
+	}
+}
+
+// TestWorldInterruptStopsEveryRank: SIGINT to one rank stops every rank at
+// the same step; rank 0 saves the checkpoint of the interrupted epoch.
+func TestWorldInterruptStopsEveryRank(t *testing.T) {
+	spec := worldSpec("low_level_zero", 2, 100000)
+	ps := startWorld(t, []string{spec, spec})
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(ps[0].stdout.String(), "loss ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no step after 20 s:\n%s", ps[0].stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ps[1].cmd.Process.Signal(os.Interrupt)
+	codes := waitAll(t, ps, 30*time.Second)
+	if codes[1] != exitInterrupted || codes[0] == 0 {
+		t.Errorf("exit codes %v, want rank 1 %d and rank 0 a failure", codes, exitInterrupted)
+	}
+	if out := ps[0].stdout.String(); !strings.Contains(out, "saved in ck") {
+		t.Errorf("rank 0 saved no checkpoint:\n%s\n%s", out, ps[0].stderr.String())
+	}
+	if !strings.Contains(ps[0].stderr.String(), "another rank of the world was interrupted") {
+		t.Errorf("rank 0: %s", ps[0].stderr.String())
+	}
+}
+
+// TestLaunch: resnetlab launch starts the world's processes itself and
+// they train the in-process world's model; Ctrl-C to it stops them all
+// with exit status 130.
+func TestLaunch(t *testing.T) {
+	spec := worldSpec("torch_ddp", 2, 1)
+	one := startRank(t, spec)
+	l := startCmd(t, spec, []string{"launch", "--nproc-per-node", "2", "--master-port", port(t), "w.toml"})
+	if codes := waitAll(t, []*proc{one, l}, 60*time.Second); codes[0] != 0 || codes[1] != 0 {
+		t.Fatalf("exit codes %v:\n%s\n%s", codes, one.stderr.String(), l.stderr.String())
+	}
+	if got, want := modelSHA(t, l), modelSHA(t, one); got != want {
+		t.Errorf("launch gives model_sha256 %s, one process %s", got, want)
+	}
+
+	l = startCmd(t, worldSpec("torch_ddp", 3, 100000), []string{"launch", "--nproc-per-node", "3", "--master-port", port(t), "w.toml"})
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(l.stdout.String(), "loss ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no step after 20 s:\n%s", l.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	l.cmd.Process.Signal(os.Interrupt)
+	if codes := waitAll(t, []*proc{l}, 30*time.Second); codes[0] != exitInterrupted {
+		t.Errorf("launch interrupted: exit %d, want %d:\n%s", codes[0], exitInterrupted, l.stderr.String())
+	}
+}
+
+func TestLaunchFlags(t *testing.T) {
+	for want, args := range map[string][]string{
+		"--nproc-per-node 0":  {"launch", "w.toml"},
+		"--node-rank 2":       {"launch", "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "2", "w.toml"},
+		"want one spec file":  {"launch", "--nproc-per-node", "1"},
+		"--master-port 70000": {"launch", "--nproc-per-node", "1", "--master-port", "70000", "w.toml"},
+	} {
+		var out, errb bytes.Buffer
+		if code := newCLI(&out, &errb).main(context.Background(), args); code != exitUsage || !strings.Contains(errb.String(), want) {
+			t.Errorf("%v: exit %d, %q, want %q", args, code, errb.String(), want)
+		}
+	}
+}

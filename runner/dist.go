@@ -1,0 +1,164 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	"resnetlab/comm"
+	"resnetlab/kernels"
+	"resnetlab/spec"
+)
+
+// A run whose world spans processes (RunOptions.World): torchrun, srun or
+// `resnetlab launch` started one process per rank, and each runs the same
+// spec. This process trains only its own rank; the collectives go over
+// the world's ProcComm (the same rank-order sums as in one process, so the
+// model is the same bit for bit). Rank 0 writes everything the run leaves
+// behind (checkpoints, the result, the digest); the other ranks take part
+// in every collective, gathers included, and write nothing.
+
+// checkWorld refuses a grid a world of processes cannot train: it trains
+// exactly one run, of the world's size.
+func checkWorld(s *spec.Spec, cells []spec.Cell, w *comm.ProcComm) error {
+	if w == nil {
+		return nil
+	}
+	if len(cells) != 1 {
+		return fmt.Errorf("%s: a run started by a launcher (WORLD_SIZE=%d) trains one run, but the grid has %d (narrow plugin, precision and gpus to one run)",
+			s.File, w.WorldSize(), len(cells))
+	}
+	if c := cells[0]; c.WorldSize != w.WorldSize() {
+		return fmt.Errorf("%s: run %s has gpus = %d, but the launcher started WORLD_SIZE=%d processes (make them equal)",
+			s.File, c.ID, c.WorldSize, w.WorldSize())
+	}
+	return nil
+}
+
+// localRanks is how many ranks this process trains.
+func (j *job) localRanks() int {
+	if j.world != nil {
+		return 1
+	}
+	return j.cell.WorldSize
+}
+
+// planRanks is how many ranks the device plan places on this host: the
+// run's, or this host's processes (each opens device LOCAL_RANK).
+func (j *job) planRanks() int {
+	if j.world != nil {
+		return max(j.world.LocalWorldSize(), j.world.LocalRank()+1)
+	}
+	return j.cell.WorldSize
+}
+
+// deviceRank is the plan's index of this process's i-th rank.
+func (j *job) deviceRank(i int) int {
+	if j.world != nil {
+		return j.world.LocalRank() + i
+	}
+	return i
+}
+
+// globalRank is the world rank of this process's i-th rank.
+func (j *job) globalRank(i int) int {
+	if j.world != nil {
+		return j.world.Rank() + i
+	}
+	return i
+}
+
+// records reports whether this process writes what the run leaves behind.
+func (j *job) records() bool { return j.world == nil || j.world.Rank() == 0 }
+
+// abortRanks unblocks the collectives of every rank after one failed; in a
+// world of processes it tells the other processes why.
+func (j *job) abortRanks(err error) {
+	if j.world != nil {
+		j.world.Abort(err)
+		return
+	}
+	j.group.Abort(err)
+}
+
+// rankComm is the host communicator of this process's i-th rank.
+func (j *job) rankComm(i int) comm.Communicator {
+	if j.world != nil {
+		return j.world
+	}
+	return j.group.Comm(i)
+}
+
+// worldInterrupted makes the ranks of a world of processes stop at the same
+// step when any of them is interrupted (Ctrl-C, SIGTERM; a launcher may
+// signal them a step apart): at every step boundary they sum a flag, and
+// all of them handle the interruption (checkpoint, exit) together.
+func (j *job) worldInterrupted(ctx context.Context) error {
+	if j.world == nil {
+		return nil
+	}
+	flag := []float32{0}
+	if ctx.Err() != nil {
+		flag[0] = 1
+	}
+	if err := j.world.AllReduce(flag, comm.Sum); err != nil {
+		return err
+	}
+	if flag[0] == 0 {
+		return nil
+	}
+	if ctx.Err() == nil {
+		c, cancel := context.WithCancelCause(ctx)
+		cancel(fmt.Errorf("%w: another rank of the world was interrupted", context.Canceled))
+		ctx = c
+	}
+	return j.interrupted(ctx)
+}
+
+// worldCommKind resolves the spec's comm key for a world of processes: CPU
+// ranks use the host collectives over TCP; GPU ranks NCCL ("auto",
+// "nccl") or the host through ProcComm ("host"); "device" needs the ranks
+// in one process.
+func (j *job) worldCommKind() (string, error) {
+	want := j.spec.Comm
+	switch {
+	case j.plan.Kind == "cpu" && spec.GPUOnlyComm(want):
+		return "", j.commError(fmt.Sprintf("%q needs GPU ranks, but this run trains on the CPU (want \"auto\" or \"host\")", want))
+	case j.plan.Kind == "cpu":
+		return commHost, nil
+	case want == "host":
+		return commStaged, nil
+	case want == "device":
+		return "", j.commError("\"device\" copies between the ranks of one process, but a launcher started one process per rank (want \"auto\", \"nccl\" or \"host\")")
+	}
+	return commNCCL, nil
+}
+
+// worldNCCL joins this process's GPU to the world's NCCL communicator:
+// rank 0 makes the unique id, the rendezvous connections share it, and
+// every rank calls ncclCommInitRank with its GPU's context current.
+func (j *job) worldNCCL(be kernels.Backend) (*comm.NCCLComm, error) {
+	lib, err := comm.LoadNCCL()
+	if err != nil {
+		return nil, err
+	}
+	var mine []byte
+	if j.world.Rank() == 0 {
+		id, err := lib.GetUniqueID()
+		if err != nil {
+			return nil, err
+		}
+		mine = id[:]
+	}
+	b, err := j.world.ShareBytes(mine)
+	if err != nil {
+		return nil, err
+	}
+	id, err := comm.UniqueIDFromBytes(b)
+	if err != nil {
+		return nil, err
+	}
+	if bb, ok := be.(interface{ Bind() func() }); ok {
+		defer bb.Bind()()
+	}
+	return lib.CommInitRank(j.world.WorldSize(), id, j.world.Rank())
+}
