@@ -72,6 +72,9 @@ type Stats struct {
 	// GradOffloads counts reduced gradient shards sent to host memory
 	// through the mover (not chunk moves: no MoveEvent).
 	GradOffloads int
+	// WriteBacks counts updated host master weights uploaded into device
+	// parameter chunks through the mover (not chunk moves: no MoveEvent).
+	WriteBacks int
 }
 
 var _ engine.Trainer = (*Gemini)(nil)

@@ -119,8 +119,23 @@ func (g *Gemini) writeBack() {
 			dst = &c.shard
 		}
 		g.ready(dst)
+		if dst.on == Device && c.opt.on == Host {
+			g.uploadMaster(dst, c.opt.master)
+			continue
+		}
 		g.transfer(dst.t, dst.on, c.opt.master, c.opt.on)
 	}
+}
+
+// uploadMaster rounds host master weights into a device parameter slot
+// through the mover: the copy stream converts them on the device while the
+// host goes on (the next chunk's write-back, the next batch), and the
+// slot's next user waits for the upload (ready), like a fetch's. The
+// mover orders the copy after the compute work issued so far, so the
+// backward kernels still reading the old weights come first.
+func (g *Gemini) uploadMaster(dst *slot, master *kernels.Tensor) {
+	dst.pend = &pending{mv: g.mv.UploadAsync(dst.t, master.Host)}
+	g.stats.WriteBacks++
 }
 
 func (g *Gemini) freeGradShards() {
