@@ -236,6 +236,7 @@ func (g *Gemini) Free() {
 		for _, t := range []*kernels.Tensor{o.master, o.m, o.v, o.g} {
 			g.release(o.on, t)
 		}
+		g.release(Host, o.spareG)
 		c.opt = optGroup{}
 	}
 	g.release(Device, g.flag)

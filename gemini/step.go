@@ -140,9 +140,28 @@ func (g *Gemini) uploadMaster(dst *slot, master *kernels.Tensor) {
 
 func (g *Gemini) freeGradShards() {
 	for _, c := range g.chunks {
-		g.release(c.opt.on, c.opt.g)
-		c.opt.g = nil
+		o := &c.opt
+		if o.on == Host && o.spareG == nil {
+			o.spareG, o.g = o.g, nil
+			continue
+		}
+		g.release(o.on, o.g)
+		o.g = nil
 	}
+}
+
+// hostGrad is a host gradient shard of n elements for c: the one kept from
+// the last step when it has that size, else a new one.
+func (g *Gemini) hostGrad(c *chunk, n int) *kernels.Tensor {
+	o := &c.opt
+	if t := o.spareG; t != nil {
+		o.spareG = nil
+		if t.Len() == n {
+			return t
+		}
+		g.release(Host, t)
+	}
+	return g.alloc(Host, kernels.CatGrads, kernels.F32, n)
 }
 
 // endStep finishes the warm-up when due, checks the budget and reports.
