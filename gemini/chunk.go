@@ -43,6 +43,10 @@ type pending struct {
 type optGroup struct {
 	master, m, v, g *kernels.Tensor
 	on              Location
+	// spareG is the host gradient shard kept between steps while the
+	// group is in host memory, so a step does not allocate (and fault in)
+	// a fresh host buffer per chunk; every reduction overwrites all of it.
+	spareG *kernels.Tensor
 }
 
 // chunk is a fixed-capacity flat buffer of parameters of one dtype, packed

@@ -73,6 +73,9 @@ type Stats struct {
 	// GradOffloads counts reduced gradient shards sent to host memory
 	// through the mover (not chunk moves: no MoveEvent).
 	GradOffloads int
+	// WriteBacks counts updated host master weights uploaded into device
+	// parameter chunks through the mover (not chunk moves: no MoveEvent).
+	WriteBacks int
 }
 
 var _ engine.Trainer = (*Gemini)(nil)
@@ -234,6 +237,7 @@ func (g *Gemini) Free() {
 		for _, t := range []*kernels.Tensor{o.master, o.m, o.v, o.g} {
 			g.release(o.on, t)
 		}
+		g.release(Host, o.spareG)
 		c.opt = optGroup{}
 	}
 	g.release(Device, g.flag)

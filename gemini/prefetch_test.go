@@ -209,9 +209,9 @@ func checkPrefetchRun(t *testing.T, name string, budget int64, got, base rankRes
 			}
 		}
 	}
-	if got.lagged != [2]int{st.Moves - optim + st.GradOffloads, st.Stalls} {
-		t.Errorf("%s: the mover saw %d moves and %d stalls; Stats say %d chunk moves, %d gradient offloads and %d stalls",
-			name, got.lagged[0], got.lagged[1], st.Moves-optim, st.GradOffloads, st.Stalls)
+	if got.lagged != [2]int{st.Moves - optim + st.GradOffloads + st.WriteBacks, st.Stalls} {
+		t.Errorf("%s: the mover saw %d moves and %d stalls; Stats say %d chunk moves, %d gradient offloads, %d write-backs and %d stalls",
+			name, got.lagged[0], got.lagged[1], st.Moves-optim, st.GradOffloads, st.WriteBacks, st.Stalls)
 	}
 	if marked != st.Prefetches || (st.Prefetches > 0) != prefetch {
 		t.Errorf("%s: %d prefetch events, %d prefetches in Stats, prefetch on: %v", name, marked, st.Prefetches, prefetch)

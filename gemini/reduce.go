@@ -49,7 +49,7 @@ func (g *Gemini) reduce(k int, c *chunk, keep []*chunk) {
 			o.g = tmp // the reduced buffer is the gradient shard itself
 			return
 		}
-		o.g = g.alloc(Host, kernels.CatGrads, kernels.F32, c.size)
+		o.g = g.hostGrad(c, c.size)
 		g.transfer(o.g, Host, tmp, Device)
 		g.release(Device, tmp)
 		return
@@ -58,7 +58,11 @@ func (g *Gemini) reduce(k int, c *chunk, keep []*chunk) {
 	if err := g.comm.ReduceScatter(own, tmp, comm.Avg); err != nil {
 		g.fail(fmt.Errorf("gemini: reduce-scatter of chunk %d's gradients: %w", c.id, err))
 	}
-	o.g = g.alloc(o.on, kernels.CatGrads, kernels.F32, c.shardLen)
+	if o.on == Host {
+		o.g = g.hostGrad(c, c.shardLen)
+	} else {
+		o.g = g.alloc(Device, kernels.CatGrads, kernels.F32, c.shardLen)
+	}
 	g.transfer(o.g, o.on, own, Device)
 	g.release(Device, tmp)
 }
@@ -71,7 +75,7 @@ func (g *Gemini) reduce(k int, c *chunk, keep []*chunk) {
 func (g *Gemini) offloadGrad(c *chunk) {
 	g.ready(&c.grad)
 	src, o := c.grad.t, &c.opt
-	o.g = g.alloc(Host, kernels.CatGrads, kernels.F32, c.shardLen)
+	o.g = g.hostGrad(c, c.shardLen)
 	s := &slot{t: o.g, on: Host, pend: &pending{mv: g.mv.DownloadAsync(src, o.g.Host), src: src}}
 	g.offloads = append(g.offloads, s)
 	g.freeing += src.Bytes()

@@ -120,15 +120,49 @@ func (g *Gemini) writeBack() {
 			dst = &c.shard
 		}
 		g.ready(dst)
+		if dst.on == Device && c.opt.on == Host {
+			g.uploadMaster(dst, c.opt.master)
+			continue
+		}
 		g.transfer(dst.t, dst.on, c.opt.master, c.opt.on)
 	}
 }
 
+// uploadMaster rounds host master weights into a device parameter slot
+// through the mover: the copy stream converts them on the device while the
+// host goes on (the next chunk's write-back, the next batch), and the
+// slot's next user waits for the upload (ready), like a fetch's. The
+// mover orders the copy after the compute work issued so far, so the
+// backward kernels still reading the old weights come first.
+func (g *Gemini) uploadMaster(dst *slot, master *kernels.Tensor) {
+	dst.pend = &pending{mv: g.mv.UploadAsync(dst.t, master.Host)}
+	g.stats.WriteBacks++
+}
+
 func (g *Gemini) freeGradShards() {
 	for _, c := range g.chunks {
-		g.release(c.opt.on, c.opt.g)
-		c.opt.g = nil
+		o := &c.opt
+		if o.on == Host && o.spareG == nil {
+			o.spareG, o.g = o.g, nil
+			continue
+		}
+		g.release(o.on, o.g)
+		o.g = nil
 	}
+}
+
+// hostGrad is a host gradient shard of n elements for c: the one kept from
+// the last step when it has that size, else a new one.
+func (g *Gemini) hostGrad(c *chunk, n int) *kernels.Tensor {
+	o := &c.opt
+	if t := o.spareG; t != nil {
+		o.spareG = nil
+		if t.Len() == n {
+			return t
+		}
+		g.release(Host, t)
+	}
+	return g.alloc(Host, kernels.CatGrads, kernels.F32, n)
 }
 
 // endStep finishes the warm-up when due, checks the budget and reports.

@@ -224,6 +224,8 @@ func (g *Gemini) moveOpt(c *chunk, to Location) {
 		return
 	}
 	from := o.on
+	g.release(Host, o.spareG)
+	o.spareG = nil
 	bytes := o.master.Bytes() * 3
 	o.master = g.moveTensor(o.master, from, to)
 	o.m = g.moveTensor(o.m, from, to)

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"sync/atomic"
 
 	"resnetlab/kernels"
 )
@@ -74,13 +75,29 @@ func (b *Backend) Scale(t *kernels.Tensor, s float32) {
 }
 
 // NonFinite reports whether any element of any tensor is ±inf or NaN.
+// Gemini's overflow vote scans every host gradient shard with it each
+// step, so the scan is spread over the workers. A float32 is non-finite
+// exactly when its exponent bits are all ones.
 func (b *Backend) NonFinite(ts []*kernels.Tensor) bool {
+	var bad atomic.Bool
 	for _, t := range ts {
 		b.check(t, "NonFinite")
-		for _, v := range t.Host {
-			if math.IsInf(float64(v), 0) || v != v {
-				return true
+		b.parallel(t.Len(), grain, func(lo, hi int) {
+			if !bad.Load() && anyNonFinite(t.Host[lo:hi]) {
+				bad.Store(true)
 			}
+		})
+		if bad.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+func anyNonFinite(xs []float32) bool {
+	for _, v := range xs {
+		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+			return true
 		}
 	}
 	return false

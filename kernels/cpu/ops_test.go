@@ -257,3 +257,26 @@ func TestElementwise(t *testing.T) {
 		t.Errorf("NonFinite missed -inf")
 	}
 }
+
+// TestNonFiniteParallel: the split scan finds a single inf or NaN at the
+// edges and in the middle of a tensor larger than one work slice, and
+// nothing in a finite one, with one worker and with several.
+func TestNonFiniteParallel(t *testing.T) {
+	for _, w := range []int{1, 4} {
+		b := New(WithWorkers(w))
+		x := b.New(kernels.CatGrads, kernels.F32, 5*grain+3)
+		x.Host[7] = math.MaxFloat32
+		if b.NonFinite([]*kernels.Tensor{x}) {
+			t.Errorf("workers %d: finite tensor reported non-finite", w)
+		}
+		for _, i := range []int{0, 2*grain + 1, x.Len() - 1} {
+			for _, v := range []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())} {
+				x.Host[i] = v
+				if !b.NonFinite([]*kernels.Tensor{x}) {
+					t.Errorf("workers %d: %g at %d not seen", w, v, i)
+				}
+				x.Host[i] = 0
+			}
+		}
+	}
+}

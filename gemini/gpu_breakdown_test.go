@@ -1,0 +1,139 @@
+//go:build gpu
+
+package gemini
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"resnetlab/comm"
+	"resnetlab/kernels"
+	"resnetlab/kernels/cpu"
+	"resnetlab/kernels/cuda"
+	"resnetlab/model"
+)
+
+// TestGPUBudgetBreakdown logs where a budgeted step's time goes: per
+// steady-state step (after warm-up and the first planned step) the chunk
+// moves by part and direction, the gradient offloads, the blocking
+// uploads and downloads, the host waits for offloads, the host Adam and
+// the stalls, at 1/2 and 1/4 of the unbudgeted peak (ResNet-18, batch 100).
+func TestGPUBudgetBreakdown(t *testing.T) {
+	dev, err := cuda.New(0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer dev.Close()
+	base := Config{Precision: kernels.F16, Scaler: testScaler, ShardParamFrac: 1, GPUMarginMemRatio: 0.8, Placement: Auto}
+	peak := breakdownRun(t, dev, base, "unlimited")
+	for _, f := range []int64{2, 4} {
+		c := base
+		c.DeviceBudget = peak / f
+		breakdownRun(t, dev, c, fmt.Sprintf("1/%d", f))
+	}
+}
+
+// timedBackend times the blocking transfers and Finish waits of a device
+// backend, and AdamStep of a host backend.
+type timedBackend struct {
+	*watchBackend
+	up, down, finish, adam time.Duration
+	upB, downB             int64
+}
+
+func (w *timedBackend) Upload(t *kernels.Tensor, src []float32) {
+	s := time.Now()
+	w.watchBackend.Upload(t, src)
+	w.up += time.Since(s)
+	w.upB += t.Bytes()
+}
+
+func (w *timedBackend) Download(t *kernels.Tensor, dst []float32) {
+	s := time.Now()
+	w.watchBackend.Download(t, dst)
+	w.down += time.Since(s)
+	w.downB += t.Bytes()
+}
+
+func (w *timedBackend) Finish(m kernels.Move) {
+	s := time.Now()
+	w.watchBackend.Finish(m)
+	w.finish += time.Since(s)
+}
+
+func (w *timedBackend) Await(m kernels.Move) { w.watchBackend.Await(m) }
+
+func (w *timedBackend) UploadAsync(dst *kernels.Tensor, src []float32) kernels.Move {
+	return w.watchBackend.UploadAsync(dst, src)
+}
+
+func (w *timedBackend) DownloadAsync(src *kernels.Tensor, dst []float32) kernels.Move {
+	return w.watchBackend.DownloadAsync(src, dst)
+}
+
+func (w *timedBackend) AdamStep(p, g, m, v []*kernels.Tensor, hp kernels.AdamParams) {
+	s := time.Now()
+	w.watchBackend.AdamStep(p, g, m, v, hp)
+	w.adam += time.Since(s)
+}
+
+func breakdownRun(t *testing.T, dev kernels.Backend, cfg Config, name string) int64 {
+	w := &timedBackend{watchBackend: &watchBackend{Backend: dev, budget: cfg.DeviceBudget}}
+	h := &timedBackend{watchBackend: &watchBackend{Backend: cpu.New()}}
+	moves := map[string]int64{}
+	steady := false
+	cfg.OnEvent = func(e any) {
+		if mv, ok := e.(MoveEvent); ok && steady {
+			k := fmt.Sprintf("%s %s->%s", mv.Part, mv.From, mv.To)
+			moves[k+" n"]++
+			moves[k+" B"] += mv.Bytes
+		}
+	}
+	m := model.NewResNet18(w, model.Config{Width: 64, InChannels: 3, NumClasses: 10, DType: kernels.F16, Seed: 5})
+	g, err := New(w, h, comm.NewHostTensorComm(comm.NewGroup(1).Comm(0)), m, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	defer g.Free()
+	const batch, steps, first = 100, 12, 2
+	x, y := batchOf(w, kernels.F16, batch, 0, 0, 1)
+	defer w.Free(x)
+	defer w.Free(y)
+	w.arm()
+	var start time.Time
+	var st0 Stats
+	for s := range steps {
+		if s == first {
+			_ = dev.Sync()
+			start, steady, st0 = time.Now(), true, g.Stats()
+			*w = timedBackend{watchBackend: w.watchBackend}
+			*h = timedBackend{watchBackend: h.watchBackend}
+		}
+		if _, err := g.Step(x, y, 1e-3); err != nil {
+			t.Fatalf("%s: step %d: %v", name, s, err)
+		}
+	}
+	_ = dev.Sync()
+	n := float64(steps - first)
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
+	st := g.Stats()
+	var b strings.Builder
+	for k, v := range moves {
+		if strings.HasSuffix(k, " n") {
+			kk := strings.TrimSuffix(k, " n")
+			fmt.Fprintf(&b, " [%s: %.1f/step %.1f MiB/step]", kk, float64(v)/n, mib(moves[kk+" B"])/n)
+		}
+	}
+	t.Logf("%-9s budget %6.1f MiB: %7.2f ms/step, peak %6.1f MiB; per step: host Adam %.2f ms (%d host / %d device chunks), blocking upload %.2f ms %.1f MiB, blocking download %.2f ms %.1f MiB, offload waits %.2f ms, grad offloads %.1f, stalls %.1f, moves %.1f (%.1f MiB)%s",
+		name, mib(cfg.DeviceBudget), per(time.Since(start)), mib(w.Peak()), per(h.adam), st.HostAdam, st.DeviceAdam,
+		per(w.up), mib(w.upB)/n, per(w.down), mib(w.downB)/n, per(w.finish),
+		float64(st.GradOffloads-st0.GradOffloads)/n, float64(st.Stalls-st0.Stalls)/n,
+		float64(st.Moves-st0.Moves)/n, mib(st.BytesMoved-st0.BytesMoved)/n, b.String())
+	if w.over > 0 {
+		t.Errorf("%s: %d allocations over the budget", name, w.over)
+	}
+	return w.Peak()
+}
