@@ -109,7 +109,7 @@ type ChunkState struct {
 
 // ChunksUpdate is the state of every Gemini chunk of one rank, at the end
 // of a step (Op empty) or during it (Op names the operator hook after
-// which the snapshot was taken; rate-limited per rank).
+// which the snapshot was taken; at most one per step and rank, each phase in turn).
 type ChunksUpdate struct {
 	Run    string
 	Rank   int

@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"time"
-
 	"resnetlab/gemini"
 	"resnetlab/kernels"
 	"resnetlab/report"
@@ -15,15 +13,12 @@ import (
 // backend the device itself is host memory: MemoryUsage.DeviceIsHost says
 // so, and the results' peak host bytes add the backend's peak.
 
-// midChunkEvery is the least time between two mid-step chunk snapshots of
-// one rank forwarded to the front ends (resting snapshots always go).
-const midChunkEvery = 100 * time.Millisecond
-
 // geminiRank is one rank's running Gemini statistics, written by that
 // rank's goroutine inside Step and read by the job between steps.
 type geminiRank struct {
-	midAt time.Time // last mid-step snapshot forwarded
-	total report.GeminiMemStats
+	midIdx int // mid-step snapshots seen so far in the current step
+	midN   int // mid-step snapshots the last finished step had
+	total  report.GeminiMemStats
 }
 
 // hostHolder is a communicator that keeps host staging buffers.
@@ -65,15 +60,25 @@ func (j *job) geminiMem(ev gemini.MemStatsEvent) {
 		HostPeak: ev.HostPeak, NonModelPeak: ev.NonModelPeak, WastePct: ev.WastePct})
 }
 
-// geminiChunks forwards a chunk snapshot: a mid-step one only when the
-// rank's last was forwarded midChunkEvery ago, so a fast step floods
-// nobody.
+// geminiChunks forwards a chunk snapshot. Gemini takes one mid-step
+// snapshot each time a tensor state first appears in a step (COMPUTE,
+// HOLD_AFTER_BWD, READY_FOR_REDUCE...); the front ends get one of them per
+// step, the next one in turn (step s: the (s mod n)-th), so a fast step
+// floods nobody and the strip still shows every phase. Resting snapshots
+// always go.
 func (j *job) geminiChunks(ev gemini.ChunksEvent) {
-	if ev.Op != "" {
-		if ev.Rank >= len(j.gem) || time.Since(j.gem[ev.Rank].midAt) < midChunkEvery {
-			return
+	if ev.Rank < len(j.gem) {
+		g := &j.gem[ev.Rank]
+		if ev.Op == "" {
+			g.midN, g.midIdx = g.midIdx, 0
+		} else {
+			g.midIdx++
+			if g.midIdx-1 != ev.Step%max(g.midN, 1) {
+				return
+			}
 		}
-		j.gem[ev.Rank].midAt = time.Now()
+	} else if ev.Op != "" {
+		return
 	}
 	u := ChunksUpdate{Run: j.info.ID, Rank: ev.Rank, Step: ev.Step, Op: ev.Op}
 	for _, c := range ev.Chunks {
