@@ -138,7 +138,7 @@ func TestJoinWorldNamesMissingRank(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err := JoinWorld(ctx, Env{Rank: 0, WorldSize: 2, MasterAddr: "127.0.0.1", MasterPort: port}, "x")
-	if err == nil || !strings.Contains(err.Error(), "rank(s) 1 (never connected)") {
+	if err == nil || !strings.Contains(err.Error(), "rank(s) 1 (never arrived)") {
 		t.Fatalf("%v, want it to name rank 1", err)
 	}
 }
