@@ -2,7 +2,9 @@ package comm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"time"
 )
@@ -56,7 +58,11 @@ func (pc *ProcComm) beat(hb *StoreClient, timeout time.Duration) {
 	defer t.Stop()
 	for {
 		if _, err := hb.Add(hbKey(pc.env.Rank), 1, timeout); err != nil {
-			if pc.broken() == nil {
+			// Only silence is the heartbeat's to report: a closed
+			// connection (rank 0 ended or was killed) ends the
+			// collectives with rank 0's own word, or with an EOF there.
+			var ne net.Error
+			if pc.broken() == nil && errors.As(err, &ne) && ne.Timeout() {
 				msg := fmt.Sprintf("rank 0 (host %s) did not answer rank %d's heartbeat within %v: %v",
 					pc.peers[0].host, pc.env.Rank, timeout, err)
 				pc.breakWorld(fmt.Errorf("%w: %s", ErrAborted, msg), msg)

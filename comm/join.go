@@ -17,6 +17,7 @@ import (
 //
 //	rdzv/claim/R    counter: how many processes said they are rank R
 //	rdzv/hello/R    rank R's "WORLD_SIZE\nhost\nfingerprint"
+//	rdzv/seen/R     set by rank R once it has read the verdict
 //	rdzv/verdict    rank 0's answer: "ok\nPORT\nhost0\nhost1..." or "err\nmessage"
 //	hb/R, left/R    rank R's heartbeat counter; set when it closes (heartbeat.go)
 //	share/N         the N-th ShareBytes (the NCCL unique id)
@@ -30,7 +31,22 @@ import (
 func claimKey(r int) string { return "rdzv/claim/" + strconv.Itoa(r) }
 func helloKey(r int) string { return "rdzv/hello/" + strconv.Itoa(r) }
 
+func seenKey(r int) string { return "rdzv/seen/" + strconv.Itoa(r) }
+
 const verdictKey = "rdzv/verdict"
+
+// lingerForSeen keeps a refusing rank 0's store up until every rank that
+// said hello has read the verdict (rdzv/seen/R), at most two seconds:
+// closing it at once would leave them an EOF instead of the reason.
+func (pc *ProcComm) lingerForSeen() {
+	var keys []string
+	for r := 1; r < pc.env.WorldSize; r++ {
+		if ok, err := pc.store.Check([]string{helloKey(r)}, time.Second); err == nil && ok {
+			keys = append(keys, seenKey(r))
+		}
+	}
+	pc.store.Wait(keys, 2*time.Second)
+}
 
 // JoinWorld joins env's world: rank 0 serves the store on MASTER_PORT (all
 // interfaces: MASTER_ADDR may name the host by an address it cannot bind)
@@ -152,6 +168,7 @@ func (pc *ProcComm) judge(ctx context.Context, fp string, pg net.Listener) error
 	pc.peers = make([]*peer, w)
 	refuse := func(err error) error {
 		pc.store.Set(verdictKey, []byte("err\n"+err.Error()), time.Second)
+		pc.lingerForSeen()
 		return err
 	}
 	if err := pc.store.Wait(keys, left(ctx)); err != nil {
@@ -271,6 +288,7 @@ func (pc *ProcComm) admitted(ctx context.Context) error {
 		return fmt.Errorf("rendezvous: rank %d (host %s) waited for rank 0's verdict (still missing: %s): %w",
 			env.Rank, pc.host, pc.missing(), errors.Join(context.Cause(ctx), err))
 	}
+	pc.store.Set(seenKey(env.Rank), nil, time.Second)
 	f := strings.Split(string(b), "\n")
 	if f[0] != "ok" {
 		return errors.New(strings.TrimPrefix(string(b), "err\n"))
