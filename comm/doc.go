@@ -1,8 +1,8 @@
 // Package comm is resnetlab's rank and communication layer: the
 // Coordinator each rank gets (rank, world size, master, barrier, priority
 // execution), Launch for one goroutine per rank, collectives over host
-// buffers and tensors, the run-time NCCL binding and the torchrun-style
-// rendezvous that shares the NCCL unique id between processes.
+// buffers and tensors, the run-time NCCL binding, and the TCP store, rendezvous and
+// collectives of a world of processes.
 //
 // # Tensor communicators
 //
@@ -48,17 +48,20 @@
 //
 // # Multi-process runs
 //
-// EnvFromLaunch reads torchrun's or srun's variables (slurm.go). JoinWorld
-// is the rendezvous at MASTER_ADDR:MASTER_PORT (rank 0 serves it): every
-// rank's world size, rank and fingerprint (spec and binary) are checked
-// before any collective, and a rank that never arrives is named. The
-// ProcComm it returns is the host Communicator across processes: a star
-// around rank 0 that reduces with reduceInto in rank order, so a world of
-// CPU processes gives the in-process Group's bits; a lost or failed rank
-// ends every other rank's collective with an error naming it. For NCCL,
-// rank 0 calls NCCL.GetUniqueID, ExchangeID hands the id to every process
-// over TCP, and each process calls NCCL.CommInitRank (CommFromEnv does the
-// three); the runner shares the id through ProcComm.ShareBytes instead.
+// EnvFromLaunch reads torchrun's or srun's variables (slurm.go) and the
+// timeouts (RESNETLAB_RENDEZVOUS_TIMEOUT, RESNETLAB_PEER_TIMEOUT). Rank 0
+// serves a Store (store.go, like torch's TCPStore: set, get, add, wait,
+// check, each with a timeout) at MASTER_ADDR:MASTER_PORT. JoinWorld is the
+// rendezvous on it (join.go): every rank's world size, rank and fingerprint
+// (spec and binary) are checked before any collective, a rank that never
+// arrives is named on every rank. The ProcComm it returns is the host
+// Communicator across processes: a star around rank 0 that reduces with
+// reduceInto in rank order, so a world of CPU processes gives the
+// in-process Group's bits; a lost or failed rank ends every other rank's
+// collective with an error naming it, and heartbeats through the store
+// (heartbeat.go) end the world when a rank falls silent. For NCCL,
+// CommOfWorld has rank 0 call NCCL.GetUniqueID, hands the id to every
+// process through the store (ShareBytes) and calls NCCL.CommInitRank.
 //
 // # Imports
 //

@@ -23,7 +23,7 @@ import (
 const NCCLLibName = "libnccl.so.2"
 
 // UniqueID is ncclUniqueId: 128 opaque bytes made by ncclGetUniqueId on one
-// rank and handed to all ranks (see ExchangeID) for ncclCommInitRank.
+// rank and handed to all ranks (CommOfWorld, through the store) for ncclCommInitRank.
 type UniqueID [128]byte
 
 // ncclUniqueID is UniqueID as a C struct, which purego passes by value

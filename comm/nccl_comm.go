@@ -1,7 +1,6 @@
 package comm
 
 import (
-	"context"
 	"fmt"
 )
 
@@ -121,7 +120,7 @@ func (c *NCCLComm) Broadcast(send, recv uintptr, count int, dt NCCLDataType, roo
 	return c.lib.check("ncclBroadcast", c.lib.broadcast(send, recv, uintptr(count), dt, int32(root), h, stream))
 }
 
-// UniqueIDFromBytes converts what ExchangeID returned back into a UniqueID.
+// UniqueIDFromBytes converts the bytes ShareBytes returned back into a UniqueID.
 func UniqueIDFromBytes(b []byte) (UniqueID, error) {
 	var id UniqueID
 	if len(b) != len(id) {
@@ -131,20 +130,21 @@ func UniqueIDFromBytes(b []byte) (UniqueID, error) {
 	return id, nil
 }
 
-// CommFromEnv joins the communicator of a multi-process run
-// (launch_from_torch): rank 0 makes the unique id, ExchangeID hands it to
-// every process, and each calls CommInitRank. The calling thread must have
-// the context of this process's GPU (env.LocalRank) current.
-func (l *NCCL) CommFromEnv(ctx context.Context, env Env) (*NCCLComm, error) {
+// CommOfWorld joins the NCCL communicator of a world of processes
+// (launch_from_torch): rank 0 makes the unique id, the world's store hands
+// it to every process (ProcComm.ShareBytes), and each calls CommInitRank.
+// The calling thread must have the context of this process's GPU
+// (LOCAL_RANK) current.
+func (l *NCCL) CommOfWorld(pc *ProcComm) (*NCCLComm, error) {
 	var mine []byte
-	if env.Rank == 0 {
+	if pc.Rank() == 0 {
 		id, err := l.GetUniqueID()
 		if err != nil {
 			return nil, err
 		}
 		mine = id[:]
 	}
-	b, err := ExchangeID(ctx, env, mine)
+	b, err := pc.ShareBytes(mine)
 	if err != nil {
 		return nil, err
 	}
@@ -152,5 +152,5 @@ func (l *NCCL) CommFromEnv(ctx context.Context, env Env) (*NCCLComm, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.CommInitRank(env.WorldSize, id, env.Rank)
+	return l.CommInitRank(pc.WorldSize(), id, pc.Rank())
 }

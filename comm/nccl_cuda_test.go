@@ -166,9 +166,14 @@ func TestNCCLOneRank(t *testing.T) {
 		t.Fatalf("bad datatype: %v, want ncclInvalidArgument", err)
 	}
 	testNCCLTensors(t, d, comm)
-	solo, err := l.CommFromEnv(context.Background(), Env{WorldSize: 1, MasterAddr: "127.0.0.1", MasterPort: 1})
+	world, err := JoinWorld(context.Background(), Env{WorldSize: 1, MasterAddr: "127.0.0.1", MasterPort: freePort(t)}, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer world.Close()
+	solo, err := l.CommOfWorld(world) // the unique id through the store
 	if err != nil || solo.WorldSize() != 1 {
-		t.Fatalf("CommFromEnv for one process: %v", err)
+		t.Fatalf("CommOfWorld for one process: %v", err)
 	}
 	if err := solo.Destroy(); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package comm
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -39,6 +40,8 @@ func (pc *ProcComm) lead(f frame, send, recv []float32, combine func([][]float32
 			return pc.fail(string(b))
 		case err != nil && pf.kind != 0 && pf != f:
 			err = nil // the mismatch below says more than the refused payload
+		case err != nil && pc.broken() != nil: // the heartbeat watch broke the world first
+			return pc.broken()
 		case err != nil:
 			return pc.fail(fmt.Sprintf("%s was lost during %s: %v", p.name(), f.kind, err))
 		}
@@ -207,28 +210,24 @@ func (pc *ProcComm) agree(cl call) error {
 	return pc.exchange(f, nil, nil, func(ins [][]float32) [][]float32 { return make([][]float32, len(ins)) })
 }
 
-// ShareBytes returns rank 0's b (at most 64 KiB) on every rank: the NCCL
-// unique id. The bytes travel as the bits of float32s, which Broadcast
-// copies without arithmetic.
+// ShareBytes returns rank 0's b (at most 1 MiB) on every rank: the NCCL
+// unique id. It goes through the store (key share/N for the N-th call);
+// the other ranks wait for it up to the join timeout, and fail at once if
+// rank 0's store goes away.
 func (pc *ProcComm) ShareBytes(b []byte) ([]byte, error) {
-	n := []float32{float32(len(b))}
-	if err := pc.Broadcast(n, 0); err != nil {
-		return nil, err
-	}
-	size := int(n[0])
-	if size < 0 || size > 1<<16 {
-		return nil, fmt.Errorf("parallel: rank 0 shares %d bytes, want at most %d", size, 1<<16)
-	}
-	words := make([]float32, (size+3)/4)
+	key := "share/" + strconv.Itoa(pc.shares)
+	pc.shares++
 	if pc.env.Rank == 0 {
-		padded := make([]byte, 4*len(words))
-		copy(padded, b)
-		bytesFloats(words, padded)
+		if err := pc.store.Set(key, b, pc.env.joinTimeout()); err != nil {
+			return nil, fmt.Errorf("parallel: rank 0 sharing %d bytes: %w", len(b), err)
+		}
+		return append([]byte(nil), b...), nil
 	}
-	if err := pc.Broadcast(words, 0); err != nil {
-		return nil, err
+	got, err := pc.store.Get(key, pc.env.joinTimeout())
+	if err != nil {
+		return nil, fmt.Errorf("parallel: rank %d waiting for rank 0 (host %s) to share %s: %w", pc.env.Rank, pc.peers[0].host, key, err)
 	}
-	return floatBytes(words)[:size], nil
+	return got, nil
 }
 
 // LocalRank and LocalWorldSize place this process on its host (the GPU it

@@ -1,16 +1,11 @@
 package comm
 
 import (
-	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -23,11 +18,16 @@ import (
 // same) and sends every rank its part. A peer that fails, exits or is
 // killed ends every other rank's collective with an error naming it.
 type ProcComm struct {
-	env   Env
-	host  string
-	peers []*peer // rank 0: peers[r] for r >= 1; other ranks: peers[0] is rank 0
-	mu    sync.Mutex
-	err   error // set once the world is broken; every later call returns it
+	env    Env
+	host   string
+	peers  []*peer      // rank 0: peers[r] for r >= 1; other ranks: peers[0] is rank 0
+	server *StoreServer // rank 0's
+	store  *StoreClient
+	hb     *StoreClient // heartbeats (ranks >= 1), beside store's long waits
+	shares int          // ShareBytes calls so far: the key of the next
+	mu     sync.Mutex
+	err    error         // set once the world is broken; every later call returns it
+	done   chan struct{} // closed when the world breaks or closes: stops the heartbeats
 }
 
 type peer struct {
@@ -49,209 +49,11 @@ var pgMagic = [4]byte{'r', 'l', 'p', 'g'}
 // maxFingerprint bounds a hello's host and fingerprint fields.
 const maxFingerprint = 4096
 
-// JoinWorld joins env's world: rank 0 listens on MASTER_PORT (all
-// interfaces, as ExchangeID) and waits for the other WORLD_SIZE-1 ranks;
-// they dial MASTER_ADDR:MASTER_PORT. Every rank sends its host name and
-// fingerprint (a digest of the spec and binary it runs); rank 0 refuses a
-// rank whose fingerprint differs from its own, a duplicate RANK and a
-// different WORLD_SIZE, and tells every rank why. It fails when ctx ends,
-// or after RendezvousTimeout if ctx has no deadline, naming the ranks that
-// never arrived.
-func JoinWorld(ctx context.Context, env Env, fingerprint string) (*ProcComm, error) {
-	if env.WorldSize < 1 || env.Rank < 0 || env.Rank >= env.WorldSize {
-		return nil, fmt.Errorf("rendezvous: rank %d of world size %d", env.Rank, env.WorldSize)
-	}
-	if len(fingerprint) > maxFingerprint {
-		return nil, fmt.Errorf("rendezvous: fingerprint of %d bytes, want at most %d", len(fingerprint), maxFingerprint)
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, RendezvousTimeout)
-		defer cancel()
-	}
-	host, _ := os.Hostname()
-	pc := &ProcComm{env: env, host: host}
-	var err error
-	if env.Rank == 0 {
-		err = pc.serve(ctx, fingerprint)
-	} else {
-		err = pc.join(ctx, fingerprint)
-	}
-	if err != nil {
-		pc.close()
-		return nil, err
-	}
-	for _, p := range pc.peers {
-		if p == nil {
-			continue
-		}
-		p.c.SetDeadline(time.Time{})
-		if tc, ok := p.c.(*net.TCPConn); ok { // a host that vanishes without a FIN
-			tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 3})
-		}
-	}
-	return pc, nil
-}
-
-func (pc *ProcComm) serve(ctx context.Context, fp string) error {
-	env := pc.env
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort("", strconv.Itoa(env.MasterPort)))
-	if err != nil {
-		return fmt.Errorf("rendezvous: rank 0 cannot listen on MASTER_PORT %d: %w", env.MasterPort, err)
-	}
-	defer ln.Close()
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	pc.peers = make([]*peer, env.WorldSize)
-	fail := func(err error) error {
-		for _, p := range pc.peers {
-			if p != nil {
-				p.c.SetWriteDeadline(time.Now().Add(time.Second))
-				writeReply(p.c, 1, []byte(err.Error()))
-			}
-		}
-		tellWaiting(ln, err)
-		return err
-	}
-	for joined := 1; joined < env.WorldSize; joined++ {
-		c, err := ln.Accept()
-		if err != nil {
-			return fail(fmt.Errorf("rendezvous: rank 0 on %s waited on port %d for %s: %w",
-				pc.host, env.MasterPort, pc.missing(), errors.Join(context.Cause(ctx), err)))
-		}
-		deadline, _ := ctx.Deadline()
-		c.SetDeadline(deadline)
-		p, pfp, err := readWorldHello(c, env.WorldSize)
-		if err == nil && pc.peers[p.rank] != nil {
-			err = fmt.Errorf("two processes claim RANK=%d (hosts %s and %s)", p.rank, pc.peers[p.rank].host, p.host)
-		}
-		if err == nil && pfp != fp {
-			err = fmt.Errorf("%s runs another spec or binary than rank 0 (host %s): fingerprint %s, rank 0 has %s",
-				p.name(), pc.host, short(pfp), short(fp))
-		}
-		if err != nil {
-			err = fmt.Errorf("rendezvous refused: %w", err)
-			c.SetWriteDeadline(time.Now().Add(time.Second))
-			writeReply(c, 1, []byte(err.Error()))
-			c.Close()
-			return fail(err)
-		}
-		pc.peers[p.rank] = p
-	}
-	for _, p := range pc.peers[1:] {
-		if err := writeReply(p.c, 0, nil); err != nil {
-			return fail(fmt.Errorf("rendezvous: rank 0 welcoming %s: %w", p.name(), err))
-		}
-	}
-	return nil
-}
-
-// tellWaiting gives err to the ranks that connected but were not accepted
-// yet: closing the listener would reset them without a word. It reads each
-// one's hello first (closing a socket with unread data resets it too).
-func tellWaiting(ln net.Listener, err error) {
-	tl, ok := ln.(*net.TCPListener)
-	if !ok {
-		return
-	}
-	tl.SetDeadline(time.Now().Add(100 * time.Millisecond))
-	for {
-		c, aerr := tl.Accept()
-		if aerr != nil {
-			return
-		}
-		c.SetDeadline(time.Now().Add(time.Second))
-		readWorldHello(c, 0)
-		writeReply(c, 1, []byte(err.Error()))
-		c.Close()
-	}
-}
-
-// missing names the ranks that have not joined yet.
-func (pc *ProcComm) missing() string {
-	var m []string
-	for r := 1; r < len(pc.peers); r++ {
-		if pc.peers[r] == nil {
-			m = append(m, strconv.Itoa(r))
-		}
-	}
-	return "rank(s) " + strings.Join(m, ", ") + " (never connected)"
-}
-
 func short(fp string) string {
 	if len(fp) > 12 {
 		return fp[:12]
 	}
 	return fp
-}
-
-// readWorldHello reads magic, rank, world, host and fingerprint.
-func readWorldHello(c net.Conn, world int) (*peer, string, error) {
-	var h struct {
-		Magic       [4]byte
-		Rank, World uint32
-		HostLen     uint16
-		FPLen       uint16
-	}
-	if err := binary.Read(c, binary.BigEndian, &h); err != nil {
-		return nil, "", fmt.Errorf("reading a hello from %s: %w", c.RemoteAddr(), err)
-	}
-	if h.Magic != pgMagic {
-		return nil, "", fmt.Errorf("%s is not a resnetlab rank (bad greeting)", c.RemoteAddr())
-	}
-	if h.HostLen > maxFingerprint || h.FPLen > maxFingerprint {
-		return nil, "", fmt.Errorf("%s sent an oversized hello", c.RemoteAddr())
-	}
-	b := make([]byte, int(h.HostLen)+int(h.FPLen))
-	if _, err := io.ReadFull(c, b); err != nil {
-		return nil, "", fmt.Errorf("reading a hello from %s: %w", c.RemoteAddr(), err)
-	}
-	p := &peer{rank: int(h.Rank), host: string(b[:h.HostLen]), c: c}
-	switch {
-	case int(h.World) != world:
-		return nil, "", fmt.Errorf("%s has WORLD_SIZE=%d, rank 0 has %d", p.name(), h.World, world)
-	case p.rank < 1 || p.rank >= world:
-		return nil, "", fmt.Errorf("host %s says it is RANK=%d, want 1..%d", p.host, p.rank, world-1)
-	}
-	return p, string(b[h.HostLen:]), nil
-}
-
-func (pc *ProcComm) join(ctx context.Context, fp string) error {
-	env := pc.env
-	addr := net.JoinHostPort(env.MasterAddr, strconv.Itoa(env.MasterPort))
-	c, err := dialRetry(ctx, addr)
-	if err != nil {
-		return fmt.Errorf("rendezvous: rank %d cannot reach rank 0 at MASTER_ADDR:MASTER_PORT %s: %w", env.Rank, addr, err)
-	}
-	pc.peers = []*peer{{rank: 0, host: env.MasterAddr, c: c}}
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
-	deadline, _ := ctx.Deadline()
-	c.SetDeadline(deadline)
-	host := pc.host
-	if len(host) > maxFingerprint {
-		host = host[:maxFingerprint]
-	}
-	hello := make([]byte, 16, 16+len(host)+len(fp))
-	copy(hello, pgMagic[:])
-	binary.BigEndian.PutUint32(hello[4:], uint32(env.Rank))
-	binary.BigEndian.PutUint32(hello[8:], uint32(env.WorldSize))
-	binary.BigEndian.PutUint16(hello[12:], uint16(len(host)))
-	binary.BigEndian.PutUint16(hello[14:], uint16(len(fp)))
-	hello = append(append(hello, host...), fp...)
-	if _, err := c.Write(hello); err != nil {
-		return fmt.Errorf("rendezvous: rank %d greeting rank 0 at %s: %w", env.Rank, addr, err)
-	}
-	status, b, err := readReply(c)
-	if err != nil {
-		return fmt.Errorf("rendezvous: rank %d waiting for rank 0 at %s to admit it: %w",
-			env.Rank, addr, errors.Join(context.Cause(ctx), err))
-	}
-	if status != 0 {
-		return errors.New(string(b))
-	}
-	return nil
 }
 
 // readReply reads a status byte, a length and that many bytes.
@@ -285,6 +87,9 @@ func (pc *ProcComm) Abort(cause error) {
 // Close leaves the world; peers still in a collective see the connection
 // close.
 func (pc *ProcComm) Close() error {
+	if pc.hb != nil && pc.broken() == nil { // a rank that ends is not a lost one
+		pc.hb.Set(leftKey(pc.env.Rank), nil, time.Second)
+	}
 	pc.breakWorld(fmt.Errorf("%w: the communicator was closed", ErrAborted), "")
 	return nil
 }
@@ -300,7 +105,7 @@ func (pc *ProcComm) breakWorld(err error, msg string) {
 		return
 	}
 	for _, p := range pc.peers {
-		if p == nil {
+		if p == nil || p.c == nil {
 			continue
 		}
 		if msg != "" {
@@ -317,11 +122,30 @@ func (pc *ProcComm) breakWorld(err error, msg string) {
 	pc.close()
 }
 
+// close drops every connection of this rank: the collectives', the
+// store's (rank 0: the store itself) and the heartbeats'.
 func (pc *ProcComm) close() {
+	pc.mu.Lock()
+	if pc.done != nil {
+		select {
+		case <-pc.done:
+		default:
+			close(pc.done)
+		}
+	}
+	pc.mu.Unlock()
 	for _, p := range pc.peers {
-		if p != nil {
+		if p != nil && p.c != nil {
 			p.c.Close()
 		}
+	}
+	for _, c := range []*StoreClient{pc.hb, pc.store} {
+		if c != nil {
+			c.Close()
+		}
+	}
+	if pc.server != nil {
+		pc.server.Close()
 	}
 }
 

@@ -138,7 +138,7 @@ func TestJoinWorldNamesMissingRank(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err := JoinWorld(ctx, Env{Rank: 0, WorldSize: 2, MasterAddr: "127.0.0.1", MasterPort: port}, "x")
-	if err == nil || !strings.Contains(err.Error(), "rank(s) 1 (never connected)") {
+	if err == nil || !strings.Contains(err.Error(), "rank(s) 1 (never arrived)") {
 		t.Fatalf("%v, want it to name rank 1", err)
 	}
 }
@@ -209,4 +209,111 @@ func TestProcCommShareBytesAndAgree(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestJoinWorldFailures: every rank learns which rank never came; a rank
+// with no rank 0 names the address; a duplicate RANK and another
+// WORLD_SIZE are refused naming them.
+func TestJoinWorldFailures(t *testing.T) {
+	port := freePort(t)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range 2 { // rank 2 of 3 never comes
+		wg.Go(func() {
+			env := Env{Rank: r, WorldSize: 3, MasterAddr: "127.0.0.1", MasterPort: port, JoinTimeout: 500 * time.Millisecond}
+			_, errs[r] = JoinWorld(context.Background(), env, "f")
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "rank(s) 2 (never arrived)") {
+			t.Errorf("rank %d without rank 2: %v", r, err)
+		}
+	}
+	_, err := JoinWorld(context.Background(), Env{Rank: 1, WorldSize: 2, MasterAddr: "127.0.0.1", MasterPort: freePort(t), JoinTimeout: 300 * time.Millisecond}, "f")
+	if err == nil || !strings.Contains(err.Error(), "cannot reach rank 0's store at MASTER_ADDR:MASTER_PORT 127.0.0.1:") {
+		t.Errorf("no rank 0: %v", err)
+	}
+
+	port = freePort(t)
+	errs = make([]error, 3)
+	pcs := make([]*ProcComm, 3)
+	for i, env := range []Env{{Rank: 0, WorldSize: 2}, {Rank: 1, WorldSize: 2}, {Rank: 1, WorldSize: 2}} {
+		wg.Go(func() {
+			if i == 2 {
+				time.Sleep(100 * time.Millisecond) // the second claimant of rank 1
+			}
+			env.MasterAddr, env.MasterPort, env.JoinTimeout = "127.0.0.1", port, 3*time.Second
+			pcs[i], errs[i] = JoinWorld(context.Background(), env, "f")
+		})
+	}
+	wg.Wait()
+	for _, pc := range pcs {
+		if pc != nil {
+			pc.Close()
+		}
+	}
+	if errs[2] == nil || !strings.Contains(errs[2].Error(), "two processes claim RANK=1") {
+		t.Errorf("second rank 1: %v", errs[2])
+	}
+
+	port = freePort(t)
+	errs = make([]error, 2)
+	for i, env := range []Env{{Rank: 0, WorldSize: 2}, {Rank: 1, WorldSize: 3}} {
+		wg.Go(func() {
+			env.MasterAddr, env.MasterPort, env.JoinTimeout = "127.0.0.1", port, 3*time.Second
+			_, errs[i] = JoinWorld(context.Background(), env, "f")
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "WORLD_SIZE=3, rank 0 (host") {
+			t.Errorf("process %d with mismatched world sizes: %v", i, err)
+		}
+	}
+}
+
+// TestProcCommSilentPeer: a rank that stops beating (a stopped process
+// keeps its sockets open) ends the others' collective within the peer
+// timeout, naming it; the collective would otherwise wait
+// CollectiveTimeout.
+func TestProcCommSilentPeer(t *testing.T) {
+	port := freePort(t)
+	pcs := make([]*ProcComm, 3)
+	var wg sync.WaitGroup
+	for r := range 3 {
+		wg.Go(func() {
+			env := Env{Rank: r, WorldSize: 3, MasterAddr: "127.0.0.1", MasterPort: port, PeerTimeout: 500 * time.Millisecond}
+			var err error
+			if pcs[r], err = JoinWorld(context.Background(), env, "f"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	defer func() {
+		for _, pc := range pcs {
+			pc.close()
+		}
+	}()
+	pcs[2].mu.Lock()
+	close(pcs[2].done) // rank 2 falls silent, its connections open
+	pcs[2].mu.Unlock()
+	start := time.Now()
+	got := make([]error, 2)
+	for r := range 2 {
+		wg.Go(func() { got[r] = pcs[r].AllReduce(make([]float32, 10), Sum) })
+	}
+	wg.Wait()
+	for r, err := range got {
+		if !errors.Is(err, ErrAborted) || !strings.Contains(err.Error(), "rank 2 (host") || !strings.Contains(err.Error(), "sent no heartbeat") {
+			t.Errorf("rank %d: %v, want an abort naming rank 2's silence", r, err)
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the silent rank was noticed after %v (peer timeout 500 ms)", d)
+	}
 }

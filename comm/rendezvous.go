@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strconv"
@@ -21,6 +20,9 @@ type Env struct {
 	MasterAddr                 string
 	MasterPort                 int
 	LocalWorldSize, GroupRank  int
+	// JoinTimeout bounds the rendezvous, PeerTimeout a rank's silence
+	// (heartbeat.go); 0 means RendezvousTimeout and PeerTimeout.
+	JoinTimeout, PeerTimeout time.Duration
 }
 
 // torchVars are the variables EnvFromLaunch reads, all required together.
@@ -35,10 +37,13 @@ var torchVars = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MAS
 // error naming the variable.
 func EnvFromLaunch() (env Env, ok bool, err error) {
 	env, ok, err = parseEnv(os.LookupEnv)
-	if ok || err != nil {
-		return env, ok, err
+	if !ok && err == nil {
+		env, ok, err = parseSlurm(os.LookupEnv)
 	}
-	return parseSlurm(os.LookupEnv)
+	if ok && err == nil {
+		err = parseTimeouts(&env, os.LookupEnv)
+	}
+	return env, ok, err
 }
 
 func parseEnv(lookup func(string) (string, bool)) (Env, bool, error) {
@@ -112,122 +117,43 @@ func (e Env) checkGroup(vals map[string]string) error {
 	return nil
 }
 
-// RendezvousTimeout bounds ExchangeID when its context has no deadline.
+// RendezvousTimeout bounds JoinWorld when its context has no deadline
+// and RESNETLAB_RENDEZVOUS_TIMEOUT is unset.
 var RendezvousTimeout = 5 * time.Minute
 
-// maxPayload bounds what ExchangeID carries (an NCCL id is 128 bytes).
-const maxPayload = 1 << 16
+// PeerTimeout is how long a rank of a world may be silent (no heartbeat)
+// before the world ends naming it, when RESNETLAB_PEER_TIMEOUT is unset.
+var PeerTimeout = 15 * time.Second
 
-var rvMagic = [4]byte{'r', 'l', 'r', 'v'}
-
-// ExchangeID hands rank 0's payload (the NCCL unique id) to every rank over
-// TCP and returns it on every rank; id is ignored on the other ranks. Rank 0
-// listens on MASTER_PORT, on all interfaces like torch's TCPStore, because
-// MASTER_ADDR may name the host by an address it cannot bind (a NAT or
-// /etc/hosts alias); the others dial MASTER_ADDR:MASTER_PORT, retrying until
-// rank 0 is up. Rank 0 answers only once all WORLD_SIZE-1 ranks have
-// checked in, so the exchange is also a barrier. It fails when ctx ends, or
-// after RendezvousTimeout if ctx has no deadline.
-func ExchangeID(ctx context.Context, env Env, id []byte) ([]byte, error) {
-	if env.WorldSize < 1 || env.Rank < 0 || env.Rank >= env.WorldSize {
-		return nil, fmt.Errorf("rendezvous: rank %d of world size %d", env.Rank, env.WorldSize)
+func (e Env) joinTimeout() time.Duration {
+	if e.JoinTimeout > 0 {
+		return e.JoinTimeout
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, RendezvousTimeout)
-		defer cancel()
-	}
-	if env.Rank != 0 {
-		return fetchID(ctx, env)
-	}
-	if len(id) == 0 || len(id) > maxPayload {
-		return nil, fmt.Errorf("rendezvous: rank 0's payload has %d bytes, want 1..%d", len(id), maxPayload)
-	}
-	if env.WorldSize == 1 {
-		return append([]byte(nil), id...), nil
-	}
-	return serveID(ctx, env, id)
+	return RendezvousTimeout
 }
 
-func serveID(ctx context.Context, env Env, id []byte) ([]byte, error) {
-	addr := net.JoinHostPort("", strconv.Itoa(env.MasterPort))
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("rendezvous: rank 0 cannot listen on MASTER_PORT %d: %w", env.MasterPort, err)
+func (e Env) peerTimeout() time.Duration {
+	if e.PeerTimeout > 0 {
+		return e.PeerTimeout
 	}
-	defer ln.Close()
-	stop := context.AfterFunc(ctx, func() { ln.Close() }) // unblocks Accept
-	defer stop()
-
-	conns := make([]net.Conn, env.WorldSize)
-	defer func() {
-		for _, c := range conns {
-			if c != nil {
-				c.Close()
-			}
-		}
-	}()
-	for joined := 1; joined < env.WorldSize; joined++ {
-		c, err := ln.Accept()
-		if err != nil {
-			err = fmt.Errorf("rendezvous: rank 0 waited on port %d for %d more of %d ranks: %w",
-				env.MasterPort, env.WorldSize-joined, env.WorldSize, errors.Join(context.Cause(ctx), err))
-			failAll(conns, err)
-			return nil, err
-		}
-		deadline, _ := ctx.Deadline()
-		c.SetDeadline(deadline)
-		rank, err := readHello(c, env.WorldSize, conns)
-		if err != nil {
-			err = fmt.Errorf("rendezvous: rank 0: %w", err)
-			failAll(append(conns, c), err)
-			c.Close()
-			return nil, err
-		}
-		conns[rank] = c
-	}
-	for r, c := range conns {
-		if c != nil {
-			if err := writeReply(c, 0, id); err != nil {
-				return nil, fmt.Errorf("rendezvous: rank 0 sending the id to rank %d: %w", r, err)
-			}
-		}
-	}
-	return append([]byte(nil), id...), nil
+	return PeerTimeout
 }
 
-// readHello reads a peer's magic, rank and world size and checks them.
-func readHello(c net.Conn, world int, conns []net.Conn) (int, error) {
-	var h struct {
-		Magic       [4]byte
-		Rank, World uint32
-	}
-	if err := binary.Read(c, binary.BigEndian, &h); err != nil {
-		return 0, fmt.Errorf("reading a hello from %s: %w", c.RemoteAddr(), err)
-	}
-	r := int(h.Rank)
-	switch {
-	case h.Magic != rvMagic:
-		return 0, fmt.Errorf("%s is not a resnetlab rank (bad greeting)", c.RemoteAddr())
-	case int(h.World) != world:
-		return 0, fmt.Errorf("rank %d at %s has WORLD_SIZE=%d, rank 0 has %d", r, c.RemoteAddr(), h.World, world)
-	case r < 1 || r >= world:
-		return 0, fmt.Errorf("%s says it is rank %d, want 1..%d", c.RemoteAddr(), r, world-1)
-	case conns[r] != nil:
-		return 0, fmt.Errorf("two processes claim RANK=%d (%s and %s)", r, conns[r].RemoteAddr(), c.RemoteAddr())
-	}
-	return r, nil
-}
-
-// failAll tells every connected peer why the rendezvous failed.
-func failAll(conns []net.Conn, err error) {
-	for _, c := range conns {
-		if c != nil {
-			c.SetWriteDeadline(time.Now().Add(time.Second)) // ctx may be over
-			writeReply(c, 1, []byte(err.Error()))
+// parseTimeouts reads RESNETLAB_RENDEZVOUS_TIMEOUT and
+// RESNETLAB_PEER_TIMEOUT (Go durations such as "30s") into e.
+func parseTimeouts(e *Env, lookup func(string) (string, bool)) error {
+	for k, dst := range map[string]*time.Duration{"RESNETLAB_RENDEZVOUS_TIMEOUT": &e.JoinTimeout, "RESNETLAB_PEER_TIMEOUT": &e.PeerTimeout} {
+		v, ok := lookup(k)
+		if !ok {
+			continue
 		}
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < 100*time.Millisecond || d > 24*time.Hour {
+			return fmt.Errorf("launch environment: %s=%q, want a duration from 100ms to 24h such as \"30s\"", k, v)
+		}
+		*dst = d
 	}
+	return nil
 }
 
 // writeReply sends a status byte (0 ok, 1 error), a length and the bytes.
@@ -238,44 +164,6 @@ func writeReply(c net.Conn, status byte, b []byte) error {
 	bufs := net.Buffers{msg, b} // one writev, no copy of b
 	_, err := bufs.WriteTo(c)
 	return err
-}
-
-func fetchID(ctx context.Context, env Env) ([]byte, error) {
-	addr := net.JoinHostPort(env.MasterAddr, strconv.Itoa(env.MasterPort))
-	c, err := dialRetry(ctx, addr)
-	if err != nil {
-		return nil, fmt.Errorf("rendezvous: rank %d cannot reach rank 0 at MASTER_ADDR:MASTER_PORT %s: %w", env.Rank, addr, err)
-	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
-	deadline, _ := ctx.Deadline()
-	c.SetDeadline(deadline)
-
-	hello := make([]byte, 12)
-	copy(hello, rvMagic[:])
-	binary.BigEndian.PutUint32(hello[4:], uint32(env.Rank))
-	binary.BigEndian.PutUint32(hello[8:], uint32(env.WorldSize))
-	if _, err := c.Write(hello); err != nil {
-		return nil, fmt.Errorf("rendezvous: rank %d greeting rank 0 at %s: %w", env.Rank, addr, err)
-	}
-	var head [5]byte
-	if _, err := io.ReadFull(c, head[:]); err != nil {
-		return nil, fmt.Errorf("rendezvous: rank %d waiting for rank 0 at %s to send the id: %w",
-			env.Rank, addr, errors.Join(context.Cause(ctx), err))
-	}
-	n := binary.BigEndian.Uint32(head[1:])
-	if n > maxPayload {
-		return nil, fmt.Errorf("rendezvous: rank 0 at %s announced %d bytes, more than %d", addr, n, maxPayload)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(c, b); err != nil {
-		return nil, fmt.Errorf("rendezvous: rank %d reading the id from %s: %w", env.Rank, addr, err)
-	}
-	if head[0] != 0 {
-		return nil, fmt.Errorf("rendezvous: rank 0 refused rank %d: %s", env.Rank, b)
-	}
-	return b, nil
 }
 
 // dialRetry dials until it connects or ctx ends: rank 0 may start later.

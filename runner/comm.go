@@ -97,7 +97,7 @@ func (j *job) commLine(detail string) string {
 		return fmt.Sprintf("comm: device (%d GPU rank(s) on GPUs %v: peer copies and sums by the GPU's kernels, rank order)", n, j.plan.Devices)
 	}
 	if j.world != nil {
-		return fmt.Sprintf("comm: nccl across processes (rank %d of %d on local GPU %d: ncclCommInitRank, the id shared at the rendezvous, calls agreed through rank 0)",
+		return fmt.Sprintf("comm: nccl across processes (rank %d of %d on local GPU %d: ncclCommInitRank, the unique id through the world's store, calls agreed through rank 0)",
 			j.world.Rank(), n, j.plan.Devices[j.deviceRank(0)])
 	}
 	return "comm: nccl" + detail

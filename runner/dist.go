@@ -134,31 +134,15 @@ func (j *job) worldCommKind() (string, error) {
 }
 
 // worldNCCL joins this process's GPU to the world's NCCL communicator:
-// rank 0 makes the unique id, the rendezvous connections share it, and
-// every rank calls ncclCommInitRank with its GPU's context current.
+// rank 0 makes the unique id, the world's store hands it to every rank,
+// and each calls ncclCommInitRank with its GPU's context current.
 func (j *job) worldNCCL(be kernels.Backend) (*comm.NCCLComm, error) {
 	lib, err := comm.LoadNCCL()
-	if err != nil {
-		return nil, err
-	}
-	var mine []byte
-	if j.world.Rank() == 0 {
-		id, err := lib.GetUniqueID()
-		if err != nil {
-			return nil, err
-		}
-		mine = id[:]
-	}
-	b, err := j.world.ShareBytes(mine)
-	if err != nil {
-		return nil, err
-	}
-	id, err := comm.UniqueIDFromBytes(b)
 	if err != nil {
 		return nil, err
 	}
 	if bb, ok := be.(interface{ Bind() func() }); ok {
 		defer bb.Bind()()
 	}
-	return lib.CommInitRank(j.world.WorldSize(), id, j.world.Rank())
+	return lib.CommOfWorld(j.world)
 }

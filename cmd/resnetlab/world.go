@@ -16,10 +16,11 @@ import (
 // joinWorld makes this process a rank of a multi-process run when a
 // launcher (torchrun, srun, resnetlab launch) started it: it joins the
 // world at MASTER_ADDR:MASTER_PORT, where rank 0 checks that every rank
-// runs the same spec, options and binary. It returns nil with no launcher.
+// runs the same spec, options and binary. It returns nil with no launcher;
+// a launcher's world of one is a world too (its store, NCCL through it).
 func joinWorld(ctx context.Context, specPath string, opts runner.RunOptions) (*comm.ProcComm, error) {
 	env, ok, err := comm.EnvFromLaunch()
-	if err != nil || !ok || env.WorldSize == 1 {
+	if err != nil || !ok {
 		return nil, err
 	}
 	fp, err := fingerprint(specPath, opts)

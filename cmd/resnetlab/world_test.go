@@ -196,6 +196,69 @@ func TestWorldKilledRankEndsTheOthers(t *testing.T) {
 	}
 }
 
+// waitStep waits until p has printed a training step.
+func waitStep(t *testing.T, p *proc) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(p.stdout.String(), "loss ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no step after 20 s:\n%s", p.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWorldStoppedRankEndsTheOthers: a rank stopped mid-run (SIGSTOP: its
+// sockets stay open, as for a hung process or a host cut off) ends the
+// others within the peer timeout (RESNETLAB_PEER_TIMEOUT, 1 s here) with
+// an error naming it: rank 2 through rank 0's heartbeat watch, rank 0
+// through the others' unanswered heartbeats.
+func TestWorldStoppedRankEndsTheOthers(t *testing.T) {
+	spec := worldSpec("torch_ddp", 3, 100000)
+	for _, stopped := range []int{2, 0} {
+		pt := port(t)
+		ps := make([]*proc, 3)
+		for r := range ps {
+			ps[r] = startRank(t, spec, append(rankEnv(r, 3, pt), "RESNETLAB_PEER_TIMEOUT=1s")...)
+		}
+		waitStep(t, ps[0])
+		ps[stopped].cmd.Process.Signal(syscall.SIGSTOP)
+		var rest []*proc
+		for r, p := range ps {
+			if r != stopped {
+				rest = append(rest, p)
+			}
+		}
+		codes := waitAll(t, rest, 15*time.Second)
+		want := fmt.Sprintf("rank %d (host", stopped)
+		for i, c := range codes {
+			if msg := rest[i].stderr.String(); c == 0 || !strings.Contains(msg, want) {
+				t.Errorf("rank %d stopped: another rank exited %d, stderr %q: want a failure naming it", stopped, c, msg)
+			}
+		}
+		ps[stopped].cmd.Process.Kill()
+	}
+}
+
+// TestWorldMissingRank: a rank that never arrives ends the others at the
+// rendezvous timeout (RESNETLAB_RENDEZVOUS_TIMEOUT) naming it.
+func TestWorldMissingRank(t *testing.T) {
+	spec := worldSpec("torch_ddp", 3, 1)
+	pt := port(t)
+	ps := []*proc{startRank(t, spec, append(rankEnv(0, 3, pt), "RESNETLAB_RENDEZVOUS_TIMEOUT=1s")...),
+		startRank(t, spec, append(rankEnv(1, 3, pt), "RESNETLAB_RENDEZVOUS_TIMEOUT=1s")...)}
+	codes := waitAll(t, ps, 15*time.Second)
+	for r, c := range codes {
+		if msg := ps[r].stderr.String(); c != 1 || !strings.Contains(msg, "rank(s) 2 (never arrived)") {
+			t.Errorf("rank %d exited %d, stderr %q: want it to name rank 2", r, c, msg)
+		}
+	}
+	p := startRank(t, spec, append(rankEnv(1, 3, pt), "RESNETLAB_PEER_TIMEOUT=soon")...)
+	if codes := waitAll(t, []*proc{p}, 10*time.Second); codes[0] != 1 || !strings.Contains(p.stderr.String(), `RESNETLAB_PEER_TIMEOUT="soon"`) {
+		t.Errorf("a bad timeout: exit %d, %q", codes[0], p.stderr.String())
+	}
+}
+
 // TestWorldRefusesAnotherSpec: a rank started with another spec is refused
 // at the rendezvous, before anything trains, on every rank.
 func TestWorldRefusesAnotherSpec(t *testing.T) {
