@@ -1,13 +1,16 @@
 package report
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
+	"resnetlab/fsutil"
 	"strings"
 
 	"resnetlab/spec"
@@ -246,4 +249,42 @@ func tickLabel(v, step float64) string {
 		d++
 	}
 	return fmt.Sprintf("%.*f", d, v)
+}
+
+// PlotPaths are where WritePlots puts a spec's figures: DIR/<spec>.png
+// and DIR/<spec>.svg (the spec name made file-safe like result files').
+func PlotPaths(dir, specName string) (pngPath, svgPath string) {
+	name := strings.TrimSuffix(spec.ResultFile("", specName), ".json")
+	if name == "" {
+		name = "runs"
+	}
+	base := filepath.Join(dir, name)
+	return base + ".png", base + ".svg"
+}
+
+// WritePlots draws the figure of results as PNG and SVG and writes both
+// to PlotPaths(dir, specName), atomically, creating dir if needed; both
+// are rendered before either is written. It returns the paths written.
+func WritePlots(dir, specName string, results []*Result) ([]string, error) {
+	rows := Build(results, nil, false)
+	pngPath, svgPath := PlotPaths(dir, specName)
+	var pics [2]bytes.Buffer
+	for i, format := range []string{"png", "svg"} {
+		if err := Plot(&pics[i], rows, format, DefaultPlotWidth, DefaultPlotHeight); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("plot %s: %w", pngPath, err)
+	}
+	paths := []string{pngPath, svgPath}
+	for i, p := range paths {
+		if err := fsutil.WriteFileAtomic(p, func(w io.Writer) error {
+			_, err := w.Write(pics[i].Bytes())
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("plot %s: %w", p, err)
+		}
+	}
+	return paths, nil
 }
