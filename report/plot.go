@@ -248,6 +248,9 @@ func tickLabel(v, step float64) string {
 	for s := step; s < 1-1e-9 && d < 4; s *= 10 {
 		d++
 	}
+	if math.Abs(v) < step*1e-6 { // not "-0"
+		v = 0
+	}
 	return fmt.Sprintf("%.*f", d, v)
 }
 
