@@ -104,13 +104,18 @@ func legendRowH(s int) int { return glyphH*s + 6*s }
 // legendColumns is how many legend entries share a row.
 const legendColumns = 2
 
-func newPlotLayout(width, height, runs int) plotLayout {
+// newPlotLayout places the parts for a legend of runs entries plus, with
+// refs, a line naming the reference accuracies.
+func newPlotLayout(width, height, runs int, refs bool) plotLayout {
 	s := 1
 	if width >= 900 && height >= 600 {
 		s = 2
 	}
 	lineH := glyphH * s
 	legendRows := (runs + legendColumns - 1) / legendColumns
+	if refs {
+		legendRows++
+	}
 	legendH := 8*s + legendRows*legendRowH(s)
 	l := plotLayout{scale: s}
 	l.legend = image.Rect(8*s, height-legendH-4*s, width-8*s, height-4*s)
@@ -141,13 +146,13 @@ func plotScene(rows []Row, width, height int) (*scene, error) {
 	if width < 400 || height < 300 {
 		return nil, fmt.Errorf("plot: size %dx%d is too small (want at least 400x300)", width, height)
 	}
-	l := newPlotLayout(width, height, len(curves))
+	refs := referenceLines(curves)
+	l := newPlotLayout(width, height, len(curves), len(refs) > 0)
 	if l.legend.Min.Y < height/3 {
 		return nil, fmt.Errorf("plot: %d runs do not fit a %dx%d picture", len(curves), width, height)
 	}
 	sc := &scene{width: width, height: height, scale: l.scale}
 	sc.fill(image.Rect(0, 0, width, height), plotBackground)
-	refs := referenceLines(curves)
 	accLo, accHi := curveRange(curves, func(e EpochResult) float64 { return 100 * e.TestAcc })
 	for _, r := range refs {
 		accLo, accHi = math.Min(accLo, 100*r.acc), math.Max(accHi, 100*r.acc)
@@ -155,7 +160,7 @@ func plotScene(rows []Row, width, height int) (*scene, error) {
 	acc := newAxes(sc, l.acc, curves, accLo, accHi, true)
 	acc.draw("test accuracy (%)")
 	for _, r := range refs {
-		acc.refLine(100*r.acc, r.label)
+		acc.refLine(100 * r.acc)
 	}
 	lossLo, lossHi := curveRange(curves, func(e EpochResult) float64 { return e.Loss })
 	loss := newAxes(sc, l.loss, curves, lossLo, lossHi, false)
@@ -166,7 +171,7 @@ func plotScene(rows []Row, width, height int) (*scene, error) {
 	}
 	memoryBars(sc, l.mem, curves)
 	throughputBars(sc, l.tput, curves)
-	drawLegend(sc, l.legend, curves)
+	drawLegend(sc, l.legend, curves, refs)
 	return sc, nil
 }
 
@@ -194,7 +199,7 @@ func referenceLines(curves []Row) []reference {
 				continue
 			}
 			seen[ref.Column] = true
-			out = append(out, reference{label: fmt.Sprintf("reference %s %.2f", ref.Column, 100*ref.Acc), acc: ref.Acc})
+			out = append(out, reference{label: fmt.Sprintf("%s %.2f", ref.Column, 100*ref.Acc), acc: ref.Acc})
 		}
 	}
 	return out

@@ -66,16 +66,13 @@ func (a *axes) draw(title string) {
 	sc.text(r.Min.X, r.Min.Y-lineH-6*s, title, anchorStart, plotInk)
 }
 
-// refLine draws a published accuracy as a thin dashed grey line, its label
-// above its left end.
-func (a *axes) refLine(v float64, label string) {
+// refLine draws a published accuracy as a thin dashed grey line (the
+// legend names it: labels here would overlap, the numbers are close).
+func (a *axes) refLine(v float64) {
 	if v < a.y0 || v > a.y1 {
 		return
 	}
-	p := a.px(a.x0, v)
-	q := a.px(a.x1, v)
-	a.sc.polyline([]image.Point{p, q}, plotRefColor, 1, true, a.area)
-	a.sc.text(p.X+4*a.sc.scale, p.Y-glyphH*a.sc.scale-2*a.sc.scale, label, anchorStart, plotRefColor)
+	a.sc.polyline([]image.Point{a.px(a.x0, v), a.px(a.x1, v)}, plotRefColor, 1, true, a.area)
 }
 
 // curve draws run i's curve of v, clipped to the panel: a line in the

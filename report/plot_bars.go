@@ -5,6 +5,7 @@ import (
 	"image"
 	"image/color"
 	"math"
+	"strings"
 )
 
 // memoryBars draws each run's peak device memory per rank (solid) and its
@@ -86,8 +87,8 @@ func barPanel(sc *scene, area image.Rectangle, title string, groups [][]barValue
 
 // drawLegend lists the runs in a framed box, legendColumns to a row: the
 // run's number, a stroke of its colour and dash with its marker, and its
-// label.
-func drawLegend(sc *scene, box image.Rectangle, curves []Row) {
+// label; then, when there are reference lines, one row naming them.
+func drawLegend(sc *scene, box image.Rectangle, curves []Row, refs []reference) {
 	s := sc.scale
 	pad, swatch, rowH := 4*s, 24*s, legendRowH(s)
 	sc.box(box, plotFrameColor)
@@ -104,6 +105,19 @@ func drawLegend(sc *scene, box image.Rectangle, curves []Row) {
 		tx := sx + swatch + 2*pad
 		sc.text(tx, y, fitText(r.Label, x+colW-tx-pad, s), anchorStart, plotInk)
 	}
+	if len(refs) == 0 {
+		return
+	}
+	x := box.Min.X + pad + textWidth("00", s) + pad
+	y := box.Min.Y + pad + 2*s + ((len(curves)+legendColumns-1)/legendColumns)*rowH
+	mid := y + glyphH*s/2
+	sc.polyline([]image.Point{{x, mid}, {x + swatch, mid}}, plotRefColor, s, true, box)
+	names := make([]string, len(refs))
+	for i, r := range refs {
+		names[i] = r.label
+	}
+	tx := x + swatch + 2*pad
+	sc.text(tx, y, fitText("ColossalAI, CIFAR-10: "+strings.Join(names, ", "), box.Max.X-tx-pad, s), anchorStart, plotRefColor)
 }
 
 // legendSwatch is where drawLegend puts run i's marker (tests look there).

@@ -60,7 +60,7 @@ func TestReportPlotPNG(t *testing.T) {
 	}
 	for _, size := range []image.Point{{DefaultPlotWidth, DefaultPlotHeight}, {640, 480}} {
 		img := decodePlot(t, rows, size.X, size.Y)
-		l := newPlotLayout(size.X, size.Y, len(curves))
+		l := newPlotLayout(size.X, size.Y, len(curves), false)
 		for i := range curves {
 			for name, area := range map[string]image.Rectangle{"accuracy": l.acc, "loss": l.loss} {
 				if n := countColorIn(img, area.Inset(-2), plotColor(i)); n < 20 {
@@ -95,7 +95,7 @@ func TestReportPlotIdenticalCurvesBothVisible(t *testing.T) {
 	rows := plotCurves(plotRows(t))[:2]
 	rows[1].Curve = rows[0].Curve
 	img := decodePlot(t, rows, DefaultPlotWidth, DefaultPlotHeight)
-	l := newPlotLayout(DefaultPlotWidth, DefaultPlotHeight, 2)
+	l := newPlotLayout(DefaultPlotWidth, DefaultPlotHeight, 2, false)
 	sc := &scene{scale: l.scale}
 	lo, hi := curveRange(rows, func(e EpochResult) float64 { return 100 * e.TestAcc })
 	a := newAxes(sc, l.acc, rows, lo, hi, true)
@@ -114,7 +114,7 @@ func TestReportPlotIdenticalCurvesBothVisible(t *testing.T) {
 func TestReportPlotReferenceLine(t *testing.T) {
 	rows := plotCurves(plotRows(t))[:1]
 	rows[0].Dataset, rows[0].Plugin, rows[0].WorldSize = "cifar10", "gemini", 2
-	l := newPlotLayout(DefaultPlotWidth, DefaultPlotHeight, 1)
+	l := newPlotLayout(DefaultPlotWidth, DefaultPlotHeight, 1, true)
 	if n := countColorIn(decodePlot(t, rows, DefaultPlotWidth, DefaultPlotHeight), l.acc, plotRefColor); n < 50 {
 		t.Errorf("cifar10: %d pixels of the reference line", n)
 	}
