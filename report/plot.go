@@ -16,6 +16,10 @@ import (
 	"resnetlab/spec"
 )
 
+// ErrNothingToPlot says that no run has an evaluated epoch (a run
+// interrupted in its first epoch, say).
+var ErrNothingToPlot = errors.New("plot: no run has an evaluated epoch, nothing to draw")
+
 // Default size of the comparison figure, in pixels.
 const (
 	DefaultPlotWidth  = 1200
@@ -141,7 +145,7 @@ func newPlotLayout(width, height, runs int, refs bool) plotLayout {
 func plotScene(rows []Row, width, height int) (*scene, error) {
 	curves := plotCurves(rows)
 	if len(curves) == 0 {
-		return nil, errors.New("plot: no run has an evaluated epoch, nothing to draw")
+		return nil, ErrNothingToPlot
 	}
 	if width < 400 || height < 300 {
 		return nil, fmt.Errorf("plot: size %dx%d is too small (want at least 400x300)", width, height)

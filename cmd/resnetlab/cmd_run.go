@@ -138,12 +138,16 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 
 // writePlots draws this session's finished runs into results/<spec>.png
 // and .svg (rank 0 only, like the result files) and says where. A figure
-// that cannot be drawn or written is a warning: the runs' results stand.
+// that cannot be written is a warning: the runs' results stand; before any
+// epoch has ended there is nothing to draw and nothing is said.
 func (c *cli) writePlots(sp *spec.Spec, opts runner.RunOptions, results []*report.Result) {
 	if len(results) == 0 || (opts.World != nil && opts.World.Rank() != 0) {
 		return
 	}
 	paths, err := report.WritePlots(sp.ResultsDir, sp.Name, results)
+	if errors.Is(err, report.ErrNothingToPlot) { // no epoch ended: nothing to compare yet
+		return
+	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "resnetlab run: no comparison figure: %v\n", err)
 		return
