@@ -1,24 +1,33 @@
 package report
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"image"
 	"image/color"
-	"image/draw"
-	"image/png"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
+	"resnetlab/fsutil"
+	"strings"
+
+	"resnetlab/spec"
 )
 
-// Default size of the accuracy plot, in pixels.
+// ErrNothingToPlot says that no run has an evaluated epoch (a run
+// interrupted in its first epoch, say).
+var ErrNothingToPlot = errors.New("plot: no run has an evaluated epoch, nothing to draw")
+
+// Default size of the comparison figure, in pixels.
 const (
-	DefaultPlotWidth  = 960
-	DefaultPlotHeight = 600
+	DefaultPlotWidth  = 1200
+	DefaultPlotHeight = 860
 )
 
 // plotPalette is a set of ten well-separated line colours (matplotlib's
-// "tab10"); curves past the tenth reuse them, dashed.
+// "tab10"); runs past the tenth reuse them with another marker and dash.
 var plotPalette = []color.RGBA{
 	{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xd6, 0x27, 0x28, 0xff},
 	{0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff}, {0xe3, 0x77, 0xc2, 0xff}, {0x7f, 0x7f, 0x7f, 0xff},
@@ -30,13 +39,21 @@ var (
 	plotInk        = color.RGBA{0x20, 0x20, 0x20, 0xff}
 	plotGrid       = color.RGBA{0xe4, 0xe4, 0xe4, 0xff}
 	plotFrameColor = color.RGBA{0x90, 0x90, 0x90, 0xff}
+	plotRefColor   = color.RGBA{0x60, 0x60, 0x60, 0xff}
 )
 
-// plotColor is the colour of the i-th curve of a plot.
+// plotColor is the colour of the i-th run of a figure.
 func plotColor(i int) color.RGBA { return plotPalette[i%len(plotPalette)] }
 
+// plotDashed is the dash of the i-th run: every other run is dashed, so a
+// run drawn over an identical one leaves gaps the one below shows through.
+func plotDashed(i int) bool { return i%2 == 1 }
+
+// plotMarker is the marker shape of the i-th run.
+func plotMarker(i int) markerShape { return markerShape(i % int(numMarkers)) }
+
 // plotCurves are the rows that have an accuracy curve, in order: the i-th
-// is drawn in plotColor(i).
+// is drawn in plotColor(i). Reference rows have no curve.
 func plotCurves(rows []Row) []Row {
 	var out []Row
 	for _, r := range rows {
@@ -47,150 +64,239 @@ func plotCurves(rows []Row) []Row {
 	return out
 }
 
-// PlotAccuracy writes a width x height PNG of the test-accuracy curves
-// (accuracy in % against epoch) of the rows that have one, one colour per
-// row, peers dashed, with axes, ticks, grid and a legend. Reference rows
-// have no curve and are not drawn.
-func PlotAccuracy(w io.Writer, rows []Row, width, height int) error {
-	curves := plotCurves(rows)
-	if len(curves) == 0 {
-		return errors.New("plot: no run has an evaluated epoch, nothing to draw")
+// PlotFormat is the figure format a file name's extension names: "png" or
+// "svg"; any other extension is an error naming the file.
+func PlotFormat(path string) (string, error) {
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".png", ".svg":
+		return ext[1:], nil
+	default:
+		return "", fmt.Errorf("plot %s: unknown picture format %q (want .png or .svg)", path, ext)
 	}
-	if width < 200 || height < 150 {
-		return fmt.Errorf("plot: size %dx%d is too small (want at least 200x150)", width, height)
-	}
-	img := image.NewRGBA(image.Rect(0, 0, width, height))
-	draw.Draw(img, img.Rect, image.NewUniform(plotBackground), image.Point{}, draw.Src)
-	f := newPlotFrame(img, curves)
-	f.drawAxes()
-	for i, r := range curves {
-		f.drawCurve(r.Curve, plotColor(i), curveDashed(r, i))
-	}
-	f.drawLegend(curves)
-	return png.Encode(w, img)
 }
 
-// curveDashed tells the peer's curves and the second round of colours
-// apart from ours.
-func curveDashed(r Row, i int) bool {
-	return r.Source == SourcePeer || i >= len(plotPalette)
+// Plot writes the comparison figure of rows in format ("png" or "svg"):
+// test accuracy and training loss per epoch of every run with a curve (one
+// colour, marker and dash per run), the reference's published accuracy
+// when every run is on CIFAR-10, peak memory bars (device per rank, host)
+// and images/s bars, and a legend with one entry per run.
+func Plot(w io.Writer, rows []Row, format string, width, height int) error {
+	sc, err := plotScene(rows, width, height)
+	if err != nil {
+		return err
+	}
+	switch format {
+	case "png":
+		return sc.writePNG(w)
+	case "svg":
+		return sc.writeSVG(w)
+	}
+	return fmt.Errorf("plot: unknown format %q (want png or svg)", format)
 }
 
-// plotFrame maps data (epoch, accuracy in %) to the pixels of area.
-type plotFrame struct {
-	img            *image.RGBA
-	area           image.Rectangle
-	x0, x1, xStep  float64
-	y0, y1, yStep  float64
-	scale, penSize int
+// plotLayout places the figure's parts: two curve panels on top, two bar
+// panels below, the legend under them.
+type plotLayout struct {
+	scale                int
+	acc, loss, mem, tput image.Rectangle // the panels' data areas
+	legend               image.Rectangle
 }
 
-func newPlotFrame(img *image.RGBA, curves []Row) *plotFrame {
+// legendRowH is the height of one legend entry at scale s.
+func legendRowH(s int) int { return glyphH*s + 6*s }
+
+// legendColumns is how many legend entries share a row.
+const legendColumns = 2
+
+// newPlotLayout places the parts for a legend of runs entries plus, with
+// refs, a line naming the reference accuracies.
+func newPlotLayout(width, height, runs int, refs bool) plotLayout {
 	s := 1
-	if img.Rect.Dx() >= 640 && img.Rect.Dy() >= 400 {
+	if width >= 900 && height >= 600 {
 		s = 2
 	}
-	f := &plotFrame{img: img, scale: s, penSize: s}
 	lineH := glyphH * s
-	f.area = image.Rect(textWidth("100", s)+8*s, lineH+8*s, img.Rect.Dx()-8*s, img.Rect.Dy()-2*lineH-12*s)
-	lo, hi, maxEpoch := curveExtent(curves)
-	f.yStep = niceStep(hi-lo, 10)
-	f.y0 = math.Max(0, math.Floor(lo/f.yStep)*f.yStep)
-	f.y1 = math.Min(100, math.Ceil(hi/f.yStep)*f.yStep)
-	if f.y1 <= f.y0 {
-		f.y1 = f.y0 + f.yStep
+	legendRows := (runs + legendColumns - 1) / legendColumns
+	if refs {
+		legendRows++
 	}
-	f.x1 = float64(maxEpoch)
-	f.xStep = niceStep(f.x1, min(10, f.area.Dx()/(textWidth("000", s)+12*s)))
-	return f
+	legendH := 8*s + legendRows*legendRowH(s)
+	l := plotLayout{scale: s}
+	l.legend = image.Rect(8*s, height-legendH-4*s, width-8*s, height-4*s)
+	left := textWidth("10000", s) + 10*s
+	gap := 3*left/2 + 8*s
+	colW := (width - left - gap - 8*s) / 2
+	top := 2*lineH + 8*s
+	panelsH := l.legend.Min.Y - top
+	rowH := (panelsH - 2*(2*lineH+14*s)) / 2
+	if rowH < 40 {
+		rowH = 40
+	}
+	x0, x1 := left, left+colW+gap
+	l.acc = image.Rect(x0, top, x0+colW, top+rowH)
+	l.loss = image.Rect(x1, top, x1+colW, top+rowH)
+	top2 := l.acc.Max.Y + 2*lineH + 14*s + 2*lineH
+	l.mem = image.Rect(x0, top2, x0+colW, top2+rowH-2*lineH)
+	l.tput = image.Rect(x1, top2, x1+colW, top2+rowH-2*lineH)
+	return l
 }
 
-// curveExtent is the accuracy range (in %) and the last epoch of curves.
-func curveExtent(curves []Row) (lo, hi float64, maxEpoch int) {
-	lo, hi = 100, 0
+// plotScene draws the figure into a resolution-free scene.
+func plotScene(rows []Row, width, height int) (*scene, error) {
+	curves := plotCurves(rows)
+	if len(curves) == 0 {
+		return nil, ErrNothingToPlot
+	}
+	if width < 400 || height < 300 {
+		return nil, fmt.Errorf("plot: size %dx%d is too small (want at least 400x300)", width, height)
+	}
+	refs := referenceLines(curves)
+	l := newPlotLayout(width, height, len(curves), len(refs) > 0)
+	if l.legend.Min.Y < height/3 {
+		return nil, fmt.Errorf("plot: %d runs do not fit a %dx%d picture", len(curves), width, height)
+	}
+	sc := &scene{width: width, height: height, scale: l.scale}
+	sc.fill(image.Rect(0, 0, width, height), plotBackground)
+	accLo, accHi := curveRange(curves, func(e EpochResult) float64 { return 100 * e.TestAcc })
+	for _, r := range refs {
+		accLo, accHi = math.Min(accLo, 100*r.acc), math.Max(accHi, 100*r.acc)
+	}
+	acc := newAxes(sc, l.acc, curves, accLo, accHi, true)
+	acc.draw("test accuracy (%)")
+	for _, r := range refs {
+		acc.refLine(100 * r.acc)
+	}
+	lossLo, lossHi := curveRange(curves, func(e EpochResult) float64 { return e.Loss })
+	loss := newAxes(sc, l.loss, curves, lossLo, lossHi, false)
+	loss.draw("training loss")
+	for i, r := range curves {
+		acc.curve(r.Curve, i, func(e EpochResult) float64 { return 100 * e.TestAcc })
+		loss.curve(r.Curve, i, func(e EpochResult) float64 { return e.Loss })
+	}
+	memoryBars(sc, l.mem, curves)
+	throughputBars(sc, l.tput, curves)
+	drawLegend(sc, l.legend, curves, refs)
+	return sc, nil
+}
+
+// reference is one published accuracy drawn across the accuracy panel.
+type reference struct {
+	label string
+	acc   float64
+}
+
+// referenceLines are the published CIFAR-10 accuracies of the plugins of
+// curves (the single-GPU column for one-rank torch_ddp runs), or none when
+// a run is on another data set: the reference says nothing about those.
+func referenceLines(curves []Row) []reference {
+	var out []reference
+	seen := map[string]bool{}
 	for _, r := range curves {
-		for _, e := range r.Curve {
-			lo, hi = math.Min(lo, 100*e.TestAcc), math.Max(hi, 100*e.TestAcc)
-			maxEpoch = max(maxEpoch, e.Epoch)
+		if r.Dataset != "cifar10" {
+			return nil
+		}
+		for _, ref := range ReferenceCIFAR10 {
+			if ref.Plugin != r.Plugin || seen[ref.Column] {
+				continue
+			}
+			if ref.Plugin == spec.PluginTorchDDP && (ref.Ranks == 1) != (r.WorldSize == 1) {
+				continue
+			}
+			seen[ref.Column] = true
+			out = append(out, reference{label: fmt.Sprintf("%s %.2f", ref.Column, 100*ref.Acc), acc: ref.Acc})
 		}
 	}
-	return lo, hi, max(maxEpoch, 1)
+	return out
 }
 
-// niceStep is the smallest of 1, 2, 5, 10, 20, 50, ... that cuts span into
-// at most maxTicks intervals.
+// curveRange is the range of the finite values of every curve.
+func curveRange(curves []Row, v func(EpochResult) float64) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, r := range curves {
+		for _, e := range r.Curve {
+			if x := v(e); !math.IsNaN(x) && !math.IsInf(x, 0) {
+				lo, hi = math.Min(lo, x), math.Max(hi, x)
+			}
+		}
+	}
+	if lo > hi {
+		return 0, 1
+	}
+	return lo, hi
+}
+
+// niceStep is the smallest of ..., 0.1, 0.2, 0.5, 1, 2, 5, 10, ... that
+// cuts span into at most maxTicks intervals.
 func niceStep(span float64, maxTicks int) float64 {
 	maxTicks = max(maxTicks, 1)
-	for p := 1.0; ; p *= 10 {
+	if !(span > 0) {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(span/float64(maxTicks))))
+	for ; ; p *= 10 {
 		for _, m := range []float64{1, 2, 5} {
-			if span/(m*p) <= float64(maxTicks) {
+			if span/(m*p) <= float64(maxTicks)+1e-9 {
 				return m * p
 			}
 		}
 	}
 }
 
-func (f *plotFrame) px(epoch, accPct float64) image.Point {
-	x := f.area.Min.X + int(math.Round((epoch-f.x0)/(f.x1-f.x0)*float64(f.area.Dx()-1)))
-	y := f.area.Max.Y - 1 - int(math.Round((accPct-f.y0)/(f.y1-f.y0)*float64(f.area.Dy()-1)))
-	return image.Pt(x, y)
-}
-
 // plotTicks are the multiples of step in [lo, hi].
 func plotTicks(lo, hi, step float64) []float64 {
 	var out []float64
-	for v := math.Ceil(lo/step) * step; v <= hi+1e-9; v += step {
+	for v := math.Ceil(lo/step-1e-9) * step; v <= hi+1e-9*step; v += step {
 		out = append(out, v)
 	}
 	return out
 }
 
-func (f *plotFrame) drawAxes() {
-	s, a := f.scale, f.area
-	lineH := glyphH * s
-	for _, v := range plotTicks(f.y0, f.y1, f.yStep) {
-		p := f.px(f.x0, v)
-		plotFill(f.img, image.Rect(a.Min.X, p.Y, a.Max.X, p.Y+1), plotGrid)
-		plotFill(f.img, image.Rect(a.Min.X-4*s, p.Y, a.Min.X, p.Y+1), plotInk)
-		label := fmt.Sprint(int(v))
-		drawText(f.img, a.Min.X-6*s-textWidth(label, s), p.Y-lineH/2, label, s, plotInk)
+// tickLabel prints v with as many decimals as step needs.
+func tickLabel(v, step float64) string {
+	d := 0
+	for s := step; s < 1-1e-9 && d < 4; s *= 10 {
+		d++
 	}
-	for _, v := range plotTicks(f.x0, f.x1, f.xStep) {
-		p := f.px(v, f.y0)
-		plotFill(f.img, image.Rect(p.X, a.Min.Y, p.X+1, a.Max.Y), plotGrid)
-		plotFill(f.img, image.Rect(p.X, a.Max.Y, p.X+1, a.Max.Y+4*s), plotInk)
-		label := fmt.Sprint(int(v))
-		drawText(f.img, p.X-textWidth(label, s)/2, a.Max.Y+6*s, label, s, plotInk)
+	if math.Abs(v) < step*1e-6 { // not "-0"
+		v = 0
 	}
-	plotBox(f.img, a.Inset(-1), plotFrameColor)
-	plotFill(f.img, image.Rect(a.Min.X-1, a.Min.Y, a.Min.X, a.Max.Y+1), plotInk) // y axis
-	plotFill(f.img, image.Rect(a.Min.X-1, a.Max.Y, a.Max.X, a.Max.Y+1), plotInk) // x axis
-	xTitle := "epoch"
-	drawText(f.img, a.Min.X+(a.Dx()-textWidth(xTitle, s))/2, a.Max.Y+lineH+10*s, xTitle, s, plotInk)
-	drawText(f.img, a.Min.X, 4*s, "test accuracy (%)", s, plotInk)
+	return fmt.Sprintf("%.*f", d, v)
 }
 
-func plotBox(img *image.RGBA, r image.Rectangle, c color.RGBA) {
-	plotFill(img, image.Rect(r.Min.X, r.Min.Y, r.Max.X, r.Min.Y+1), c)
-	plotFill(img, image.Rect(r.Min.X, r.Max.Y-1, r.Max.X, r.Max.Y), c)
-	plotFill(img, image.Rect(r.Min.X, r.Min.Y, r.Min.X+1, r.Max.Y), c)
-	plotFill(img, image.Rect(r.Max.X-1, r.Min.Y, r.Max.X, r.Max.Y), c)
+// PlotPaths are where WritePlots puts a spec's figures: DIR/<spec>.png
+// and DIR/<spec>.svg (the spec name made file-safe like result files').
+func PlotPaths(dir, specName string) (pngPath, svgPath string) {
+	name := strings.TrimSuffix(spec.ResultFile("", specName), ".json")
+	if name == "" {
+		name = "runs"
+	}
+	base := filepath.Join(dir, name)
+	return base + ".png", base + ".svg"
 }
 
-// drawCurve joins the points of one curve, clipped to the plot area, with
-// a dot on each point when there are few (a one-epoch curve is just dots).
-func (f *plotFrame) drawCurve(es []EpochResult, c color.RGBA, dashed bool) {
-	clip := f.img.SubImage(f.area).(*image.RGBA)
-	pen := &plotPen{img: clip, c: c, size: f.penSize, dashed: dashed}
-	for i := 1; i < len(es); i++ {
-		pen.line(f.px(float64(es[i-1].Epoch), 100*es[i-1].TestAcc), f.px(float64(es[i].Epoch), 100*es[i].TestAcc))
+// WritePlots draws the figure of results as PNG and SVG and writes both
+// to PlotPaths(dir, specName), atomically, creating dir if needed; both
+// are rendered before either is written. It returns the paths written.
+func WritePlots(dir, specName string, results []*Result) ([]string, error) {
+	rows := Build(results, nil, false)
+	pngPath, svgPath := PlotPaths(dir, specName)
+	var pics [2]bytes.Buffer
+	for i, format := range []string{"png", "svg"} {
+		if err := Plot(&pics[i], rows, format, DefaultPlotWidth, DefaultPlotHeight); err != nil {
+			return nil, err
+		}
 	}
-	if len(es) > 20 {
-		return
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("plot %s: %w", pngPath, err)
 	}
-	r := 2 * f.penSize
-	for _, e := range es {
-		p := f.px(float64(e.Epoch), 100*e.TestAcc)
-		plotFill(clip, image.Rect(p.X-r, p.Y-r, p.X+r+1, p.Y+r+1), c)
+	paths := []string{pngPath, svgPath}
+	for i, p := range paths {
+		if err := fsutil.WriteFileAtomic(p, func(w io.Writer) error {
+			_, err := w.Write(pics[i].Bytes())
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("plot %s: %w", p, err)
+		}
 	}
+	return paths, nil
 }

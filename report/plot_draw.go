@@ -65,32 +65,6 @@ func plotSign(n int) int {
 	return 0
 }
 
-// drawLegend lists the curves in a framed box in the lower right corner of
-// the plot area (accuracy curves rise, so that corner is mostly empty),
-// each label after a stroke of its curve's colour and dash.
-func (f *plotFrame) drawLegend(curves []Row) {
-	s := f.scale
-	pad, swatch, rowH := 4*s, 16*s, glyphH*s+4*s
-	maxText := f.area.Dx()*3/5 - swatch - 3*pad
-	labels := make([]string, len(curves))
-	textW := 0
-	for i, r := range curves {
-		labels[i] = fitText(r.Label, maxText, s)
-		textW = max(textW, textWidth(labels[i], s))
-	}
-	w, h := pad+swatch+pad+textW+pad, pad+rowH*len(curves)
-	box := image.Rect(f.area.Max.X-w-6*s, f.area.Max.Y-h-6*s, f.area.Max.X-6*s, f.area.Max.Y-6*s)
-	plotFill(f.img, box, plotBackground)
-	plotBox(f.img, box, plotFrameColor)
-	for i, r := range curves {
-		y := box.Min.Y + pad + i*rowH
-		mid := y + glyphH*s/2
-		pen := &plotPen{img: f.img, c: plotColor(i), size: f.penSize, dashed: curveDashed(r, i)}
-		pen.line(image.Pt(box.Min.X+pad, mid), image.Pt(box.Min.X+pad+swatch, mid))
-		drawText(f.img, box.Min.X+2*pad+swatch, y, labels[i], s, plotInk)
-	}
-}
-
 // fitText shortens s with a trailing ".." until it is at most width pixels
 // wide at scale.
 func fitText(s string, width, scale int) string {

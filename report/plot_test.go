@@ -2,9 +2,11 @@ package report
 
 import (
 	"bytes"
+	"encoding/xml"
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"strings"
 	"testing"
 )
@@ -30,31 +32,56 @@ func plotRows(t *testing.T) []Row {
 	return Build(reportResults(), []*PeerLog{p}, true)
 }
 
+func decodePlot(t *testing.T, rows []Row, w, h int) image.Image {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := Plot(&buf, rows, "png", w, h); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&buf)
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	if img.Bounds().Size() != image.Pt(w, h) {
+		t.Fatalf("size %v, want %dx%d", img.Bounds().Size(), w, h)
+	}
+	return img
+}
+
+func countColorIn(img image.Image, r image.Rectangle, c color.RGBA) int {
+	return countColor(img.(*image.RGBA).SubImage(r), c)
+}
+
 func TestReportPlotPNG(t *testing.T) {
 	rows := plotRows(t)
 	curves := plotCurves(rows)
 	if len(curves) != 5 { // 4 runs + the peer; reference rows have no curve
 		t.Fatalf("%d curves, want 5", len(curves))
 	}
-	for _, size := range []image.Point{{DefaultPlotWidth, DefaultPlotHeight}, {320, 240}} {
-		var buf bytes.Buffer
-		if err := PlotAccuracy(&buf, rows, size.X, size.Y); err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(&buf)
-		if err != nil {
-			t.Fatalf("%v: not a PNG: %v", size, err)
-		}
-		if img.Bounds().Size() != size {
-			t.Fatalf("size %v, want %v", img.Bounds().Size(), size)
-		}
+	for _, size := range []image.Point{{DefaultPlotWidth, DefaultPlotHeight}, {640, 480}} {
+		img := decodePlot(t, rows, size.X, size.Y)
+		l := newPlotLayout(size.X, size.Y, len(curves), false)
 		for i := range curves {
-			if n := countColor(img, plotColor(i)); n < 20 {
-				t.Errorf("%v: curve %d (%s) has %d pixels of its colour", size, i, curves[i].Label, n)
+			for name, area := range map[string]image.Rectangle{"accuracy": l.acc, "loss": l.loss} {
+				if n := countColorIn(img, area.Inset(-2), plotColor(i)); n < 20 {
+					t.Errorf("%v: %s curve %d (%s) has %d pixels of its colour", size, name, i, curves[i].Label, n)
+				}
+			}
+			if got := color.RGBAModel.Convert(img.At(legendSwatch(l.legend, i, l.scale).X, legendSwatch(l.legend, i, l.scale).Y)); got != plotColor(i) {
+				t.Errorf("%v: legend swatch %d is %v, want %v", size, i, got, plotColor(i))
 			}
 		}
-		if n := countColor(img, plotColor(len(curves))); n != 0 {
-			t.Errorf("%v: %d pixels of an unused curve colour", size, n)
+		// One legend entry per run: the legend holds exactly the runs' colours.
+		for i := range plotPalette {
+			n := countColorIn(img, l.legend, plotColor(i))
+			if (i < len(curves)) != (n > 0) {
+				t.Errorf("%v: legend has %d pixels of colour %d, %d runs", size, n, i, len(curves))
+			}
+		}
+		for i, r := range curves { // only torch_ddp-fp32-1 has a throughput
+			if n := countColorIn(img, l.tput, plotColor(i)); (r.ImagesPerSec > 0) != (n > 50) {
+				t.Errorf("%v: throughput bar of run %d (%.0f img/s) has %d pixels", size, i, r.ImagesPerSec, n)
+			}
 		}
 		if n := countColor(img, plotInk); n < 100 {
 			t.Errorf("%v: only %d pixels of labels and axes", size, n)
@@ -62,50 +89,101 @@ func TestReportPlotPNG(t *testing.T) {
 	}
 }
 
-// Each curve passes through its points: the pixel of a curve's last point
-// has the curve's colour (the last curve drawn owns a shared pixel, so
-// each curve is checked on a plot of its own and the others).
-func TestReportPlotPointsWhereExpected(t *testing.T) {
-	rows := plotCurves(plotRows(t))
-	var buf bytes.Buffer
-	if err := PlotAccuracy(&buf, rows, DefaultPlotWidth, DefaultPlotHeight); err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newPlotFrame(image.NewRGBA(img.Bounds()), rows)
-	for i, r := range rows {
-		last := r.Curve[len(r.Curve)-1]
-		p := f.px(float64(last.Epoch), 100*last.TestAcc)
-		got := color.RGBAModel.Convert(img.At(p.X, p.Y)).(color.RGBA)
-		if got != plotColor(i) && !isCurveColor(got, i, len(rows)) {
-			t.Errorf("%s: pixel %v at epoch %d, %.2f%% is %v, want a curve colour", r.Label, p, last.Epoch, 100*last.TestAcc, got)
+// Two runs with the same curve: the second is dashed with another marker,
+// so the first one's colour still shows all along both curves.
+func TestReportPlotIdenticalCurvesBothVisible(t *testing.T) {
+	rows := plotCurves(plotRows(t))[:2]
+	rows[1].Curve = rows[0].Curve
+	img := decodePlot(t, rows, DefaultPlotWidth, DefaultPlotHeight)
+	l := newPlotLayout(DefaultPlotWidth, DefaultPlotHeight, 2, false)
+	sc := &scene{scale: l.scale}
+	lo, hi := curveRange(rows, func(e EpochResult) float64 { return 100 * e.TestAcc })
+	a := newAxes(sc, l.acc, rows, lo, hi, true)
+	c := rows[0].Curve
+	for k := 1; k < len(c); k++ { // each segment, both colours near it
+		p, q := a.px(float64(c[k-1].Epoch), 100*c[k-1].TestAcc), a.px(float64(c[k].Epoch), 100*c[k].TestAcc)
+		seg := image.Rectangle{p, q}.Canon().Inset(-3)
+		for i := range rows {
+			if n := countColorIn(img, seg, plotColor(i)); n < 10 {
+				t.Errorf("segment %d: run %d has %d pixels of its colour", k, i, n)
+			}
 		}
-	}
-	if f.y0 > 30 || f.y1 < 80 || f.x1 != 3 {
-		t.Errorf("axes y %v..%v x ..%v do not cover the data (30%%..80%%, 3 epochs)", f.y0, f.y1, f.x1)
 	}
 }
 
-// isCurveColor: a later curve may cover an earlier one's point.
-func isCurveColor(c color.RGBA, from, n int) bool {
-	for j := from; j < n; j++ {
-		if c == plotColor(j) {
-			return true
+func TestReportPlotReferenceLine(t *testing.T) {
+	rows := plotCurves(plotRows(t))[:1]
+	rows[0].Dataset, rows[0].Plugin, rows[0].WorldSize = "cifar10", "gemini", 2
+	l := newPlotLayout(DefaultPlotWidth, DefaultPlotHeight, 1, true)
+	if n := countColorIn(decodePlot(t, rows, DefaultPlotWidth, DefaultPlotHeight), l.acc, plotRefColor); n < 50 {
+		t.Errorf("cifar10: %d pixels of the reference line", n)
+	}
+	rows[0].Dataset = "fashion-mnist"
+	if n := countColorIn(decodePlot(t, rows, DefaultPlotWidth, DefaultPlotHeight), l.acc, plotRefColor); n != 0 {
+		t.Errorf("fashion-mnist: %d pixels of a reference line", n)
+	}
+}
+
+func TestReportPlotSVG(t *testing.T) {
+	rows := plotRows(t)
+	curves := plotCurves(rows)
+	var buf bytes.Buffer
+	if err := Plot(&buf, rows, "svg", DefaultPlotWidth, DefaultPlotHeight); err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]int{}
+	polylines := 0
+	dec := xml.NewDecoder(&buf)
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			switch se.Name.Local {
+			case "text":
+				var s string
+				if err := dec.DecodeElement(&s, &se); err != nil {
+					t.Fatal(err)
+				}
+				texts[s]++
+			case "polyline":
+				polylines++
+			}
 		}
 	}
-	return false
+	for _, r := range curves {
+		if texts[r.Label] != 1 {
+			t.Errorf("label %q appears %d times, want once (its legend entry)", r.Label, texts[r.Label])
+		}
+	}
+	want := len(curves) // legend strokes
+	for _, r := range curves {
+		if len(r.Curve) > 1 {
+			want += 2 // accuracy and loss
+		}
+	}
+	if polylines != want {
+		t.Errorf("%d polylines, want %d", polylines, want)
+	}
 }
 
 func TestReportPlotErrors(t *testing.T) {
 	var buf bytes.Buffer
-	if err := PlotAccuracy(&buf, ReferenceRows(), 800, 600); err == nil || !strings.Contains(err.Error(), "nothing to draw") {
+	if err := Plot(&buf, ReferenceRows(), "png", 800, 600); err == nil || !strings.Contains(err.Error(), "nothing to draw") {
 		t.Errorf("no curves: %v", err)
 	}
-	if err := PlotAccuracy(&buf, plotRows(t), 100, 100); err == nil || !strings.Contains(err.Error(), "100x100") {
+	if err := Plot(&buf, plotRows(t), "png", 100, 100); err == nil || !strings.Contains(err.Error(), "100x100") {
 		t.Errorf("tiny plot: %v", err)
+	}
+	for path, want := range map[string]string{"a/b.png": "png", "x.SVG": "svg", "x.txt": "", "noext": ""} {
+		got, err := PlotFormat(path)
+		if got != want || (want == "") != (err != nil) || (err != nil && !strings.Contains(err.Error(), path)) {
+			t.Errorf("PlotFormat(%q) = %q, %v", path, got, err)
+		}
 	}
 }
 

@@ -30,7 +30,9 @@ type Row struct {
 	WallSeconds                float64
 	MeanEpochSeconds           float64
 	ImagesPerSec               float64
-	PeakDeviceBytes            int64 // largest per-rank peak
+	PeakDeviceBytes            int64   // largest per-rank peak
+	PeakDevicePerRank          []int64 // each rank's peak device memory
+	PeakHostBytes              int64   // largest per-rank peak host memory
 	Status, Error              string
 }
 
@@ -78,6 +80,10 @@ func ResultRow(r *Result, withSpec bool) Row {
 	}
 	for _, p := range r.PeakDeviceBytes {
 		row.PeakDeviceBytes = max(row.PeakDeviceBytes, p)
+	}
+	row.PeakDevicePerRank = r.PeakDeviceBytes
+	for _, p := range r.PeakHostBytes {
+		row.PeakHostBytes = max(row.PeakHostBytes, p)
 	}
 	row.MeanEpochSeconds = meanEpochSeconds(r.EpochResults)
 	row.setAccuracy(r.FinalTestAcc, r.BestTestAcc)

@@ -11,7 +11,7 @@ import (
 	"resnetlab/report"
 )
 
-const reportUsage = `Usage: resnetlab report [-o FILE.md] [--plot FILE.png] [--peer LOG]... [--peer-data NAME]
+const reportUsage = `Usage: resnetlab report [-o FILE.md] [--plot FILE.png|FILE.svg] [--peer LOG]... [--peer-data NAME]
                         [--reference] FILE|DIR...
 
 Writes a Markdown table of finished runs, one row per run (plugin x precision x
@@ -25,7 +25,8 @@ written then.
 
 Flags:
   -o FILE            write the table to FILE (default: standard output)
-  --plot FILE        also draw the test-accuracy curves into a PNG
+  --plot FILE        also draw the comparison figure (accuracy and loss per epoch,
+                     memory and images/s bars) into FILE, PNG or SVG by its extension
   --peer LOG         add the run logged by the PyTorch peer (scripts/torch_peer_resume.py)
                      (its JSON lines); repeatable
   --peer-data NAME   data set of --peer logs cut before their summary line,
@@ -99,9 +100,13 @@ func reportRows(args, peerPaths []string, peerData string, reference bool) ([]re
 // writeReport renders everything before writing anything, so a failed
 // plot leaves no half-updated report.
 func writeReport(c *cli, rows []report.Row, out, plot string) error {
-	var png bytes.Buffer
+	var pic bytes.Buffer
 	if plot != "" {
-		if err := report.PlotAccuracy(&png, rows, report.DefaultPlotWidth, report.DefaultPlotHeight); err != nil {
+		format, err := report.PlotFormat(plot)
+		if err != nil {
+			return err
+		}
+		if err := report.Plot(&pic, rows, format, report.DefaultPlotWidth, report.DefaultPlotHeight); err != nil {
 			return err
 		}
 	}
@@ -112,7 +117,7 @@ func writeReport(c *cli, rows []report.Row, out, plot string) error {
 		return err
 	}
 	if plot != "" {
-		return writeReportFile(plot, png.Bytes())
+		return writeReportFile(plot, pic.Bytes())
 	}
 	return nil
 }

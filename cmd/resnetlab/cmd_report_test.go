@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/xml"
 	"image"
 	"image/png"
 	"os"
@@ -73,6 +74,15 @@ func TestReportCommand(t *testing.T) {
 		t.Fatalf("plot: %v %v", err, img)
 	}
 
+	// An .svg plot is SVG, not PNG bytes.
+	svg := filepath.Join(dir, "docs", "acc.svg")
+	if code := runCLI(c, "report", "-o", md, "--plot", svg, filepath.Join(dir, "results")); code != exitOK {
+		t.Fatalf("svg: code %d stderr %q", code, errb)
+	}
+	if b, err := os.ReadFile(svg); err != nil || !bytes.Contains(b, []byte("<svg ")) || xml.Unmarshal(b, new(struct{})) != nil {
+		t.Fatalf("svg plot: %v %.100q", err, b)
+	}
+
 	// Without -o the table goes to stdout; files may be listed one by one.
 	c, out, errb = testCLI()
 	files := []string{report.ResultPath(filepath.Join(dir, "results"), rs[0]), report.ResultPath(filepath.Join(dir, "results"), rs[1])}
@@ -99,6 +109,7 @@ func TestReportCommandErrors(t *testing.T) {
 		{[]string{"--peer", filepath.Join(dir, "nopeer.log"), good}, "nopeer.log"},
 		{[]string{"--peer", good, good}, good + ": no torch_peer.py lines"},
 		{[]string{"--plot", filepath.Join(dir, "p.png"), "--reference", "--peer", peer}, ""}, // peer alone is fine
+		{[]string{"--plot", filepath.Join(dir, "x.txt"), good}, filepath.Join(dir, "x.txt") + `: unknown picture format ".txt"`},
 	} {
 		c, _, errb := testCLI()
 		code := runCLI(c, append([]string{"report", "-o", md}, tc.args...)...)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"resnetlab/report"
 	"resnetlab/runner"
@@ -104,6 +105,7 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 		h.consume(events)
 		h.summary()
 		failed = len(h.failed) > 0
+		c.writePlots(sp, opts, h.results)
 	} else {
 		t := newTee(events)
 		uiErr := c.tui(ctx, sp, cells, t.out, cmds)
@@ -117,6 +119,7 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 			if table := t.summary(); table != "" {
 				fmt.Fprintf(c.stdout, "\n%s", table)
 			}
+			c.writePlots(sp, opts, t.results)
 		}()
 	}
 	err := <-runErr
@@ -131,6 +134,25 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 		return exitFailed
 	}
 	return exitOK
+}
+
+// writePlots draws this session's finished runs into results/<spec>.png
+// and .svg (rank 0 only, like the result files) and says where. A figure
+// that cannot be written is a warning: the runs' results stand; before any
+// epoch has ended there is nothing to draw and nothing is said.
+func (c *cli) writePlots(sp *spec.Spec, opts runner.RunOptions, results []*report.Result) {
+	if len(results) == 0 || (opts.World != nil && opts.World.Rank() != 0) {
+		return
+	}
+	paths, err := report.WritePlots(sp.ResultsDir, sp.Name, results)
+	if errors.Is(err, report.ErrNothingToPlot) { // no epoch ended: nothing to compare yet
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "resnetlab run: no comparison figure: %v\n", err)
+		return
+	}
+	fmt.Fprintf(c.stdout, "comparison figure: %s\n", strings.Join(paths, ", "))
 }
 
 // tee forwards the runner's events to the UI and keeps the runs' results
