@@ -165,8 +165,68 @@ func (b *Backend) Conv2dForward(y, x, w *kernels.Tensor, p kernels.ConvParams) {
 	needShape(op, "y", y, int(s.N), int(s.K), int(s.P), int(s.Q))
 	sameDType(op, y, x, w)
 	if y.Len() > 0 {
-		b.gemm(modeFwd, s, x.Dev, w.Dev, y, nil, false)
+		win, ok := s.window()
+		if !ok {
+			b.gemm(modeFwd, s, x.Dev, w.Dev, y, nil, false)
+			return
+		}
+		wc := b.sliceTaps(s, win, w)
+		b.gemm(modeFwd, win, x.Dev, wc.Dev, y, nil, false)
+		b.freeScratch(wc)
 	}
+}
+
+// window returns the convolution restricted to the taps that ever meet an
+// input pixel, and whether that is fewer than all taps. On small maps (3x3
+// pad 1 on a 1x1 map: the centre tap only; stride 2 on a 2x2 map: 2x2 taps)
+// the other taps only ever multiply padding, so dropping them is exact: the
+// same nonzero products, summed in a different order (fp32 accumulation, so
+// results move by fp32 rounding only), and those taps' weight gradients are
+// exactly zero. The kernel has one pad for both axes, so the window must
+// start at the same tap on both.
+func (s convShape) window() (convShape, bool) {
+	r0, rn := tapWindow(s.H, s.P, s.R, s.Stride, s.Pad)
+	s0, sn := tapWindow(s.W, s.Q, s.S, s.Stride, s.Pad)
+	if r0 != s0 || rn <= 0 || sn <= 0 || (rn == s.R && sn == s.S) {
+		return s, false
+	}
+	w := s
+	w.R, w.S, w.Pad = rn, sn, s.Pad-r0
+	return w, true
+}
+
+// tapWindow is the first tap and the number of taps along one axis that
+// reach inside [0, size) for some output index in [0, out).
+func tapWindow(size, out, k, stride, pad int32) (int32, int32) {
+	lo := max(0, pad-(out-1)*stride)
+	hi := min(k-1, size-1+pad)
+	return lo, hi - lo + 1
+}
+
+// scratch is a workspace-backed tensor for one op's intermediate.
+func (b *Backend) scratch(dt kernels.DType, shape ...int) *kernels.Tensor {
+	t := &kernels.Tensor{Shape: shape, DType: dt, Cat: kernels.CatWorkspace, Owner: b}
+	t.Dev = b.workspace(t.Bytes())
+	return t
+}
+
+func (b *Backend) freeScratch(t *kernels.Tensor) { b.release(t.Dev, t.Bytes()) }
+
+// sliceTaps copies the window's taps of w [K, C, R, S] into a scratch
+// [K, C, win.R, win.S].
+func (b *Backend) sliceTaps(s, win convShape, w *kernels.Tensor) *kernels.Tensor {
+	wc := b.scratch(w.DType, int(s.K), int(s.C), int(win.R), int(win.S))
+	b.moveTaps(wc, w, s, win, 0)
+	return wc
+}
+
+// moveTaps launches conv_taps (src/ops.cu): toFull 0 slices src into the
+// window, 1 scatters the window src into dst with zeros elsewhere.
+func (b *Backend) moveTaps(dst, src *kernels.Tensor, s, win convShape, toFull int) {
+	r0 := s.Pad - win.Pad
+	b.args.reset().ptr(dst.Dev).ptr(src.Dev).i32(int(dst.DType)).i64(int(s.K) * int(s.C)).
+		i32(int(s.R)).i32(int(s.S)).i32(int(r0)).i32(int(r0)).i32(int(win.R)).i32(int(win.S)).i32(toFull)
+	b.launch("conv_taps", b.gridFor(dst.Len()), 1, 1, 256)
 }
 
 // Conv2dBackward writes dx (skipped if nil) and dw.
@@ -180,12 +240,27 @@ func (b *Backend) Conv2dBackward(dx, dw, dy, x, w *kernels.Tensor, p kernels.Con
 	sameDType(op, dy, x, w, dw, dx)
 	if dx != nil {
 		needShape(op, "dx", dx, x.Shape...)
-		if dx.Len() > 0 {
+	}
+	win, ok := s.window()
+	if !ok {
+		if dx != nil && dx.Len() > 0 {
 			b.gemm(modeBwdData, s, dy.Dev, w.Dev, dx, nil, false)
 		}
+		if dw.Len() > 0 {
+			b.gemm(modeBwdWeight, s, dy.Dev, x.Dev, dw, nil, false)
+		}
+		return
+	}
+	if dx != nil && dx.Len() > 0 {
+		wc := b.sliceTaps(s, win, w)
+		b.gemm(modeBwdData, win, dy.Dev, wc.Dev, dx, nil, false)
+		b.freeScratch(wc)
 	}
 	if dw.Len() > 0 {
-		b.gemm(modeBwdWeight, s, dy.Dev, x.Dev, dw, nil, false)
+		dwc := b.scratch(dw.DType, int(s.K), int(s.C), int(win.R), int(win.S))
+		b.gemm(modeBwdWeight, win, dy.Dev, x.Dev, dwc, nil, false)
+		b.moveTaps(dw, dwc, s, win, 1)
+		b.freeScratch(dwc)
 	}
 }
 

@@ -68,6 +68,10 @@ var convCases = []convCase{
 	{16, 64, 8, 8, 64, 3, 3, 1, 1},    // split-K weight gradient
 	{3, 130, 5, 6, 70, 3, 2, 2, 1},    // ragged everything
 	{100, 128, 4, 4, 128, 3, 3, 1, 1}, // ResNet layer2 at batch 100
+	{20, 512, 1, 1, 512, 3, 3, 1, 1},  // layer4 on a 1x1 map: centre tap only
+	{20, 256, 2, 2, 512, 3, 3, 2, 1},  // layer4's entry: 2x2 taps of 3x3
+	{3, 40, 1, 1, 24, 3, 3, 1, 1},     // 1x1 map, partial tiles
+	{2, 8, 1, 5, 8, 3, 3, 1, 1},       // windows start at different taps: all taps
 }
 
 // convPrec is a storage dtype plus the fp32 TF32 switch, with tolerances:

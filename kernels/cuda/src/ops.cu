@@ -453,3 +453,28 @@ extern "C" __global__ void adam_copy(const AdamCopyEntry* tab, int ntab, AdamHP 
     if (e.c != nullptr) st(e.c, e.cdt, i, e.pdt == 0 ? np : ld(e.p, e.pdt, i));
   }
 }
+
+// conv_taps moves a convolution's weights between the full R x S taps and
+// the window of taps [r0, r0+Rw) x [s0, s0+Sw) that ever meet an input pixel
+// (ops_conv.go's tapWindow). toFull = 0 slices src [kc, R, S] into dst
+// [kc, Rw, Sw]; toFull = 1 scatters src [kc, Rw, Sw] into dst [kc, R, S] and
+// zeroes the other taps (their weight gradient is exactly zero). Copies are
+// exact: same dtype in and out.
+extern "C" __global__ void conv_taps(void* dst, const void* src, int dt, i64 kc, int R, int S, int r0, int s0,
+                                     int Rw, int Sw, int toFull) {
+  if (toFull) {
+    GRID_LOOP(i, kc * R * S) {
+      i64 k = i / (R * S);
+      int rs = (int)(i - k * R * S), r = rs / S - r0, s = rs % S - s0;
+      float v = 0.f;
+      if (r >= 0 && r < Rw && s >= 0 && s < Sw) v = ld(src, dt, k * Rw * Sw + r * Sw + s);
+      st(dst, dt, i, v);
+    }
+  } else {
+    GRID_LOOP(i, kc * Rw * Sw) {
+      i64 k = i / (Rw * Sw);
+      int rs = (int)(i - k * Rw * Sw), r = rs / Sw + r0, s = rs % Sw + s0;
+      st(dst, dt, i, ld(src, dt, k * R * S + r * S + s));
+    }
+  }
+}
