@@ -145,3 +145,51 @@ func TestLongerWarmup(t *testing.T) {
 			got.host.InUse[kernels.CatOptState], hostChunks, base.host.Total())
 	}
 }
+
+// Under a budget that fits every parameter chunk beside the activations,
+// the resident set settles: after the warm-up and the first planned step
+// no chunk part moves any more (only gradient shards go down and master
+// weights up, through the mover, which are not chunk moves).
+func TestResidentSetIsStable(t *testing.T) {
+	spec := budgetBase(1, Auto)
+	spec.steps = 5
+	base := runGemini(t, spec)[0]
+	spec.gem.DeviceBudget = base.peak / 2
+	got := runGemini(t, spec)[0]
+	if got.over > 0 || got.peak > spec.gem.DeviceBudget {
+		t.Errorf("device peak %d B over the budget %d B", got.peak, spec.gem.DeviceBudget)
+	}
+	if d := stateDiff(base.state, got.state); d != "" {
+		t.Errorf("differs from the unbudgeted run: %s", d)
+	}
+	settled := got.steps[1]
+	for s := 2; s < spec.steps; s++ {
+		st := got.steps[s]
+		if st.Moves != settled.Moves || st.Gathers != settled.Gathers {
+			t.Errorf("step %d: %d chunk moves and %d gathers after step 2, want none", s+1, st.Moves-settled.Moves, st.Gathers-settled.Gathers)
+		}
+		if st.GradOffloads-got.steps[s-1].GradOffloads != st.HostAdam || st.HostAdam == 0 {
+			t.Errorf("step %d: %d gradient offloads for %d host optimizer chunks, want one each (and some)",
+				s+1, st.GradOffloads-got.steps[s-1].GradOffloads, st.HostAdam)
+		}
+	}
+}
+
+// An overflowing step under a budget, whose host gradient shards are
+// checked in the background as their offloads complete, is skipped exactly
+// as in the unbudgeted run.
+func TestBudgetedOverflowIsSkipped(t *testing.T) {
+	spec := budgetBase(1, Auto)
+	spec.gem.Scaler.InitialScale = 1 << 24 // the fp16 gradients overflow until the scale backs off
+	base := runGemini(t, spec)[0]
+	spec.gem.DeviceBudget = base.peak / 2
+	got := runGemini(t, spec)[0]
+	checkBudgetRun(t, "1/2 overflowing", spec.gem.DeviceBudget, got, base)
+	if got.state.Scaler == nil || got.state.Scaler.Scale >= 1<<24 {
+		t.Fatalf("scaler %+v: want the scale backed off after an overflow", got.state.Scaler)
+	}
+	if got.stats.GradOffloads == 0 {
+		t.Fatalf("no gradient shard offloaded: the background check was not exercised")
+	}
+	t.Logf("scale %g after %d steps, losses %v", got.state.Scaler.Scale, spec.steps, got.losses)
+}

@@ -33,8 +33,9 @@ type slot struct {
 // whose device source stays allocated, and counted against the budget,
 // until the move completes.
 type pending struct {
-	mv  kernels.Move
-	src *kernels.Tensor
+	mv    kernels.Move
+	src   *kernels.Tensor
+	check bool // a gradient shard offload: check it for inf/NaN once complete
 }
 
 // optGroup is a chunk's optimizer chunk: this rank's shard of the fp32

@@ -43,6 +43,7 @@ type Gemini struct {
 	overNote string // where the budget could not be met, for the error message
 	stats    Stats
 	ms       memStep // this step's traffic and snapshots (memstats.go)
+	chk      gradCheck
 }
 
 // Stats are counters for reports and tests.

@@ -5,6 +5,7 @@ package gemini
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +42,15 @@ type timedBackend struct {
 	*watchBackend
 	up, down, finish, adam time.Duration
 	upB, downB             int64
+	issue                  time.Duration // async move issue (host staging copies)
+	nonFinite              atomic.Int64  // ns in NonFinite (on the device: a sync); host checks run on several goroutines
+}
+
+func (w *timedBackend) NonFinite(ts []*kernels.Tensor) bool {
+	s := time.Now()
+	r := w.watchBackend.NonFinite(ts)
+	w.nonFinite.Add(int64(time.Since(s)))
+	return r
 }
 
 func (w *timedBackend) Upload(t *kernels.Tensor, src []float32) {
@@ -66,10 +76,14 @@ func (w *timedBackend) Finish(m kernels.Move) {
 func (w *timedBackend) Await(m kernels.Move) { w.watchBackend.Await(m) }
 
 func (w *timedBackend) UploadAsync(dst *kernels.Tensor, src []float32) kernels.Move {
+	s := time.Now()
+	defer func() { w.issue += time.Since(s) }()
 	return w.watchBackend.UploadAsync(dst, src)
 }
 
 func (w *timedBackend) DownloadAsync(src *kernels.Tensor, dst []float32) kernels.Move {
+	s := time.Now()
+	defer func() { w.issue += time.Since(s) }()
 	return w.watchBackend.DownloadAsync(src, dst)
 }
 
@@ -79,12 +93,26 @@ func (w *timedBackend) AdamStep(p, g, m, v []*kernels.Tensor, hp kernels.AdamPar
 	w.adam += time.Since(s)
 }
 
+func (w *timedBackend) reset() {
+	w.up, w.down, w.finish, w.adam, w.upB, w.downB, w.issue = 0, 0, 0, 0, 0, 0, 0
+	w.nonFinite.Store(0)
+}
+
 func breakdownRun(t *testing.T, dev kernels.Backend, cfg Config, name string) int64 {
 	w := &timedBackend{watchBackend: &watchBackend{Backend: dev, budget: cfg.DeviceBudget}}
 	h := &timedBackend{watchBackend: &watchBackend{Backend: cpu.New()}}
 	moves := map[string]int64{}
 	steady := false
+	var ms MemStatsEvent // sums over the steady steps
 	cfg.OnEvent = func(e any) {
+		if e, ok := e.(MemStatsEvent); ok && steady {
+			ms.H2DBytes += e.H2DBytes
+			ms.D2HBytes += e.D2HBytes
+			ms.Evictions += e.Evictions
+			ms.EvictTime += e.EvictTime
+			ms.HostAdam += e.HostAdam
+			ms.OffloadWait += e.OffloadWait
+		}
 		if mv, ok := e.(MoveEvent); ok && steady {
 			k := fmt.Sprintf("%s %s->%s", mv.Part, mv.From, mv.To)
 			moves[k+" n"]++
@@ -109,14 +137,29 @@ func breakdownRun(t *testing.T, dev kernels.Backend, cfg Config, name string) in
 		if s == first {
 			_ = dev.Sync()
 			start, steady, st0 = time.Now(), true, g.Stats()
-			*w = timedBackend{watchBackend: w.watchBackend}
-			*h = timedBackend{watchBackend: h.watchBackend}
+			w.reset()
+			h.reset()
 		}
 		if _, err := g.Step(x, y, 1e-3); err != nil {
 			t.Fatalf("%s: step %d: %v", name, s, err)
 		}
 	}
 	_ = dev.Sync()
+	el := time.Since(start)
+	if p, ok := dev.(kernels.Profiler); ok {
+		p.StartProfile()
+		for range 2 {
+			if _, err := g.Step(x, y, 1e-3); err != nil {
+				t.Fatal(err)
+			}
+		}
+		recs, err := p.StopProfile()
+		if err == nil {
+			var sb strings.Builder
+			kernels.WriteProfile(&sb, name+" ops", kernels.Aggregate(recs, false), 2, 25)
+			t.Log("\n" + sb.String())
+		}
+	}
 	n := float64(steps - first)
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
 	st := g.Stats()
@@ -128,12 +171,56 @@ func breakdownRun(t *testing.T, dev kernels.Backend, cfg Config, name string) in
 		}
 	}
 	t.Logf("%-9s budget %6.1f MiB: %7.2f ms/step, peak %6.1f MiB; per step: host Adam %.2f ms (%d host / %d device chunks), blocking upload %.2f ms %.1f MiB, blocking download %.2f ms %.1f MiB, offload waits %.2f ms, grad offloads %.1f, stalls %.1f, moves %.1f (%.1f MiB)%s",
-		name, mib(cfg.DeviceBudget), per(time.Since(start)), mib(w.Peak()), per(h.adam), st.HostAdam, st.DeviceAdam,
+		name, mib(cfg.DeviceBudget), per(el), mib(w.Peak()), per(h.adam), st.HostAdam, st.DeviceAdam,
 		per(w.up), mib(w.upB)/n, per(w.down), mib(w.downB)/n, per(w.finish),
 		float64(st.GradOffloads-st0.GradOffloads)/n, float64(st.Stalls-st0.Stalls)/n,
 		float64(st.Moves-st0.Moves)/n, mib(st.BytesMoved-st0.BytesMoved)/n, b.String())
+	t.Logf("%s: per step: async issue %.2f ms, device NonFinite (waits for the GPU) %.2f ms, host NonFinite %.2f ms (on other goroutines)",
+		name, per(w.issue), per(time.Duration(w.nonFinite.Load())), per(time.Duration(h.nonFinite.Load())))
+	t.Logf("%s: memstats per step: h2d %.1f MiB, d2h %.1f MiB (chunk parts), evictions %.1f (%.2f ms), host Adam with write-back issue %.2f ms, offload waits %.2f ms",
+		name, mib(ms.H2DBytes)/n, mib(ms.D2HBytes)/n, float64(ms.Evictions)/n, per(ms.EvictTime), per(ms.HostAdam), per(ms.OffloadWait))
 	if w.over > 0 {
 		t.Errorf("%s: %d allocations over the budget", name, w.over)
 	}
 	return w.Peak()
+}
+
+// TestGPUMoverBandwidth times the mover's copies of one 44 MiB chunk-sized
+// tensor each way, fp32 and fp16, and the blocking Upload/Download.
+func TestGPUMoverBandwidth(t *testing.T) {
+	dev, err := cuda.New(0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer dev.Close()
+	const n = 11 << 20
+	host := make([]float32, n)
+	for i := range host {
+		host[i] = float32(i%1000) / 7
+	}
+	for _, dt := range []kernels.DType{kernels.F32, kernels.F16} {
+		x := dev.New(kernels.CatWorkspace, dt, n)
+		for r := range 3 {
+			s := time.Now()
+			dev.Finish(dev.UploadAsync(x, host))
+			up := time.Since(s)
+			s = time.Now()
+			dev.Finish(dev.DownloadAsync(x, host))
+			down := time.Since(s)
+			s = time.Now()
+			dev.Upload(x, host)
+			bup := time.Since(s)
+			s = time.Now()
+			dev.Download(x, host)
+			bdown := time.Since(s)
+			s = time.Now()
+			cp := make([]float32, n)
+			copy(cp, host)
+			hc := time.Since(s)
+			gb := func(d time.Duration) float64 { return float64(x.Bytes()) / d.Seconds() / 1e9 }
+			t.Logf("%s round %d (%d B on device): async up %v (%.1f GB/s of device bytes), async down %v (%.1f), blocking up %v (%.1f), down %v (%.1f); host copy of %d B %v",
+				dt, r, x.Bytes(), up, gb(up), down, gb(down), bup, gb(bup), bdown, gb(bdown), 4*n, hc)
+		}
+		dev.Free(x)
+	}
 }

@@ -20,9 +20,16 @@ type MemStatsEvent struct {
 	D2HBytes   int64         // device -> host bytes issued this step
 	Evictions  int           // chunks evicted to make room
 	EvictTime  time.Duration // host time spent evicting (issuing the moves, waiting for slots)
-	PeakDevice int64         // device peak of the step
-	HostInUse  int64         // host tier bytes at the step's end
-	HostPeak   int64         // host tier peak so far
+	// HostAdam is the host time of HybridAdam's host half (the host
+	// chunks' update and the issue of their write-back).
+	HostAdam time.Duration
+	// OffloadWait is the host time blocked on offloads still in flight
+	// (chunk parts and gradient shards) when their data or device memory
+	// was needed.
+	OffloadWait time.Duration
+	PeakDevice  int64 // device peak of the step
+	HostInUse   int64 // host tier bytes at the step's end
+	HostPeak    int64 // host tier peak so far
 	// NonModelPeak is the largest traced non-model bytes of any operator
 	// (0 until the warm-up trace is done).
 	NonModelPeak int64
@@ -40,6 +47,8 @@ type memStep struct {
 	h2d, d2h  int64
 	evictions int
 	evict     time.Duration
+	hostAdam  time.Duration
+	wait      time.Duration
 	seen      uint8 // bit s: a snapshot this step already showed state s
 }
 
@@ -71,7 +80,7 @@ func (g *Gemini) timeEviction(t0 time.Time) {
 func (g *Gemini) MemStats() MemStatsEvent {
 	hs := g.host.MemStats()
 	return MemStatsEvent{Rank: g.rank, Step: g.calls, H2DBytes: g.ms.h2d, D2HBytes: g.ms.d2h,
-		Evictions: g.ms.evictions, EvictTime: g.ms.evict, PeakDevice: g.stepPeak,
+		Evictions: g.ms.evictions, EvictTime: g.ms.evict, HostAdam: g.ms.hostAdam, OffloadWait: g.ms.wait, PeakDevice: g.stepPeak,
 		HostInUse: hs.Total(), HostPeak: hs.TotalPeak, NonModelPeak: g.tr.nonModel, WastePct: g.WastePct()}
 }
 

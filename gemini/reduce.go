@@ -76,7 +76,7 @@ func (g *Gemini) offloadGrad(c *chunk) {
 	g.ready(&c.grad)
 	src, o := c.grad.t, &c.opt
 	o.g = g.hostGrad(c, c.shardLen)
-	s := &slot{t: o.g, on: Host, pend: &pending{mv: g.mv.DownloadAsync(src, o.g.Host), src: src}}
+	s := &slot{t: o.g, on: Host, pend: &pending{mv: g.mv.DownloadAsync(src, o.g.Host), src: src, check: true}}
 	g.offloads = append(g.offloads, s)
 	g.freeing += src.Bytes()
 	c.grad = slot{}

@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"fmt"
+	"time"
 
 	"resnetlab/engine"
 	"resnetlab/kernels"
@@ -32,7 +33,6 @@ func (g *Gemini) Step(x, labels *kernels.Tensor, lr float32) (engine.StepStats, 
 	st.Skipped = overflow
 	err = g.tail.Finish(overflow, lr, scale, func(hp kernels.AdamParams) error {
 		g.adam(hp)
-		g.writeBack()
 		return nil
 	}, g.freeGradShards)
 	if err != nil {
@@ -45,6 +45,7 @@ func (g *Gemini) beginStep() {
 	g.training, g.hook, g.offTrace = true, 0, false
 	g.err, g.overNote, g.stepPeak = nil, "", 0
 	g.beginMemStats()
+	g.resetGradChecks()
 	g.dev.ResetPeak()
 	if g.tracing() {
 		for _, c := range g.chunks {
@@ -73,7 +74,9 @@ func (g *Gemini) endBackward() error {
 // overflow votes over all ranks whether any gradient shard is inf or NaN.
 func (g *Gemini) overflow() (bool, error) {
 	devG, hostG := g.split(func(o *optGroup) *kernels.Tensor { return o.g })
-	bad := (len(devG) > 0 && g.dev.NonFinite(devG)) || (len(hostG) > 0 && g.host.NonFinite(hostG))
+	bad := len(devG) > 0 && g.dev.NonFinite(devG)
+	checked, hostG := g.waitGradChecks(hostG)
+	bad = bad || checked || (len(hostG) > 0 && g.host.NonFinite(hostG))
 	return g.tail.Vote(bad)
 }
 
@@ -90,42 +93,58 @@ func (g *Gemini) split(pick func(*optGroup) *kernels.Tensor) (dev, host []*kerne
 }
 
 // adam is HybridAdam: one fused multi-tensor step over the optimizer
-// chunks on the device with the device backend, and one over those in host
-// memory with the CPU backend. The update is element-wise, so where a
-// chunk lives does not change its arithmetic (on the CPU reference).
+// chunks on the device with the device backend, then the chunks in host
+// memory one by one with the CPU backend (on every core), each written back
+// as soon as it is updated, so its upload runs on the copy stream while the
+// host updates the next chunk. The update is element-wise, so neither where
+// a chunk lives nor the grouping changes its arithmetic (on the CPU
+// reference). Chunks go in order of first use: the next forward waits for
+// the first ones first.
 func (g *Gemini) adam(hp kernels.AdamParams) {
-	dp, hpm := g.split(func(o *optGroup) *kernels.Tensor { return o.master })
-	dg, hg := g.split(func(o *optGroup) *kernels.Tensor { return o.g })
-	dm, hm := g.split(func(o *optGroup) *kernels.Tensor { return o.m })
-	dv, hv := g.split(func(o *optGroup) *kernels.Tensor { return o.v })
+	var dp, dg, dm, dv []*kernels.Tensor
+	for _, c := range g.chunks {
+		if o := &c.opt; o.on == Device {
+			dp, dg, dm, dv = append(dp, o.master), append(dg, o.g), append(dm, o.m), append(dv, o.v)
+		}
+	}
 	if len(dp) > 0 { // issued first: a GPU runs it while the host works
 		g.dev.AdamStep(dp, dg, dm, dv, hp)
 	}
-	if len(hpm) > 0 {
-		g.host.AdamStep(hpm, hg, hm, hv, hp)
+	t0 := time.Now()
+	host := 0
+	for _, c := range g.chunks {
+		if o := &c.opt; o.on == Host {
+			g.host.AdamStep([]*kernels.Tensor{o.master}, []*kernels.Tensor{o.g}, []*kernels.Tensor{o.m}, []*kernels.Tensor{o.v}, hp)
+			g.writeBack(c)
+			host++
+		}
 	}
-	g.stats.DeviceAdam, g.stats.HostAdam = len(dp), len(hpm)
+	g.ms.hostAdam += time.Since(t0)
+	for _, c := range g.chunks {
+		if c.opt.on == Device {
+			g.writeBack(c)
+		}
+	}
+	g.stats.DeviceAdam, g.stats.HostAdam = len(dp), host
 }
 
-// writeBack rounds the updated master weights into the parameter chunks:
-// the full payload of replicated chunks, this rank's shard of sharded ones
-// (whose payload is gathered again at its next use).
-func (g *Gemini) writeBack() {
-	for _, c := range g.chunks {
-		dst := &c.payload
-		if c.sharded {
-			if c.payload.on != Nowhere {
-				panic(fmt.Sprintf("memory: sharded chunk %d still materialised at the optimizer step", c.id))
-			}
-			dst = &c.shard
+// writeBack rounds c's updated master weights into its parameter chunk:
+// the full payload of a replicated chunk, this rank's shard of a sharded
+// one (whose payload is gathered again at its next use).
+func (g *Gemini) writeBack(c *chunk) {
+	dst := &c.payload
+	if c.sharded {
+		if c.payload.on != Nowhere {
+			panic(fmt.Sprintf("memory: sharded chunk %d still materialised at the optimizer step", c.id))
 		}
-		g.ready(dst)
-		if dst.on == Device && c.opt.on == Host {
-			g.uploadMaster(dst, c.opt.master)
-			continue
-		}
-		g.transfer(dst.t, dst.on, c.opt.master, c.opt.on)
+		dst = &c.shard
 	}
+	g.ready(dst)
+	if dst.on == Device && c.opt.on == Host {
+		g.uploadMaster(dst, c.opt.master)
+		return
+	}
+	g.transfer(dst.t, dst.on, c.opt.master, c.opt.on)
 }
 
 // uploadMaster rounds host master weights into a device parameter slot

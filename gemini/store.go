@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"fmt"
+	"time"
 
 	"resnetlab/kernels"
 )
@@ -144,7 +145,8 @@ func (g *Gemini) ready(s *slot) {
 	if p == nil {
 		return
 	}
-	if !p.mv.Done() {
+	inFlight := !p.mv.Done()
+	if inFlight {
 		g.stats.Stalls++
 	}
 	s.pend = nil
@@ -152,10 +154,17 @@ func (g *Gemini) ready(s *slot) {
 		g.mv.Await(p.mv)
 		return
 	}
+	t0 := time.Now()
 	g.mv.Finish(p.mv)
+	if inFlight {
+		g.ms.wait += time.Since(t0)
+	}
 	g.release(Device, p.src)
 	g.freeing -= p.src.Bytes()
 	g.dropOffload(s)
+	if p.check {
+		g.startGradCheck(s.t)
+	}
 }
 
 // revive takes back an offload still in flight: its device source is
@@ -209,6 +218,7 @@ func (g *Gemini) finishOffloads() {
 // settleAll completes every move in flight (state, checkpoint, Free).
 func (g *Gemini) settleAll() {
 	g.finishOffloads()
+	g.chk.wg.Wait()
 	for _, c := range g.chunks {
 		g.ready(&c.payload)
 		g.ready(&c.shard)

@@ -2,6 +2,8 @@ package cuda
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -17,7 +19,7 @@ import (
 //     when it is issued: a fresh destination's zero fill, and the last
 //     kernel reading a download's source, come before it.
 //   - Host data goes through pinned staging buffers (cuMemAllocHost), so
-//     the DMA is truly asynchronous; the Go slice is copied into the
+//     the DMA is truly asynchronous; the Go slice is copied (on several cores) into the
 //     staging at issue (uploads) or out of it on completion (downloads).
 //   - Half-precision tensors are converted on the device by the convert
 //     kernel, on the copy stream, through a fixed fp32 bounce buffer
@@ -97,7 +99,7 @@ func (c *copier) complete(m *move) {
 		return
 	}
 	if m.dst != nil {
-		copy(m.dst, unsafe.Slice((*float32)(m.stage), m.n))
+		parallelCopy(m.dst, unsafe.Slice((*float32)(m.stage), m.n))
 	}
 	c.pinned[m.class] = append(c.pinned[m.class], m.stage)
 	c.events = append(c.events, m.ev)
@@ -146,6 +148,24 @@ func (c *copier) staging(n int) (unsafe.Pointer, int64) {
 	return p, class
 }
 
+// parallelCopy copies src into dst (equal lengths) on several cores when
+// it is large: one core's memcpy bandwidth, not the PCIe link, bounds a
+// chunk's trip through the pinned staging otherwise.
+func parallelCopy(dst, src []float32) {
+	const part = 1 << 18 // floats per goroutine, at least
+	k := min(runtime.GOMAXPROCS(0), 8, len(src)/part)
+	if k <= 1 {
+		copy(dst, src)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range k {
+		lo, hi := i*len(src)/k, (i+1)*len(src)/k
+		wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
+	}
+	wg.Wait()
+}
+
 // finish records the end of a move issued on the copy stream.
 func (c *copier) finish(b *Backend, stage unsafe.Pointer, class int64, n int, dst []float32) *move {
 	m := &move{b: b, stage: stage, class: class, n: n, dst: dst}
@@ -179,7 +199,7 @@ func (b *Backend) UploadAsync(dst *kernels.Tensor, src []float32) kernels.Move {
 	}
 	c := b.copies()
 	stage, class := c.staging(n)
-	copy(unsafe.Slice((*float32)(stage), n), src)
+	parallelCopy(unsafe.Slice((*float32)(stage), n), src)
 	if dst.DType == kernels.F32 {
 		must("cuMemcpyHtoDAsync_v2(copy)", drv.cuMemcpyHtoDAsync, dst.Dev, uintptr(stage), uintptr(4*n), c.stream)
 		return c.finish(b, stage, class, n, nil)
