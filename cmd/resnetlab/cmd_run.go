@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"resnetlab/ckpt"
 	"resnetlab/report"
 	"resnetlab/runner"
 	"resnetlab/spec"
@@ -187,7 +188,7 @@ func (t *tee) summary() string {
 }
 
 // refFlag reads --resume's E or E@S.
-type refFlag struct{ ref *runner.CheckpointRef }
+type refFlag struct{ ref *ckpt.Ref }
 
 func (f refFlag) String() string {
 	if f.ref == nil || f.ref.IsZero() {
@@ -197,6 +198,6 @@ func (f refFlag) String() string {
 }
 
 func (f refFlag) Set(s string) (err error) {
-	*f.ref, err = runner.ParseCheckpointRef(s)
+	*f.ref, err = ckpt.ParseRef(s)
 	return err
 }
