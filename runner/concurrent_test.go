@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"resnetlab/ckpt"
 	"resnetlab/device"
 	"resnetlab/report"
 	"resnetlab/spec"
@@ -337,7 +338,7 @@ func TestLeftoverResumeFromReopens(t *testing.T) {
 	g.inbox[0] <- Pause{}
 	g.inbox[0] <- ResumeFrom{Epoch: 1}
 	g.rerouteLeftovers(context.Background(), 0)
-	if g.state[0] != cellQueued || len(g.queue) != 1 || g.queue[0] != 0 || g.resume[0] != (CheckpointRef{Epoch: 1}) {
+	if g.state[0] != cellQueued || len(g.queue) != 1 || g.queue[0] != 0 || g.resume[0] != (ckpt.Ref{Epoch: 1}) {
 		t.Fatalf("state %v queue %v resume %v: want the run queued to resume from epoch 1", g.state[0], g.queue, g.resume[0])
 	}
 	if len(g.inbox[0]) != 0 {

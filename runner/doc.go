@@ -2,9 +2,9 @@
 // ranks compute (backend.go, concurrent.go), drives each run's lifecycle —
 // data, model, plugin, the epoch loop, evaluation, pause, checkpoint-now,
 // stop, resume (run.go, schedule.go, train.go, epoch.go) — and writes what a
-// run leaves behind: checkpoints (the versioned, checksummed container in
-// checkpoint*.go, with the per-epoch history in history.go) and result files
-// (through report.WriteResult), exports and imports (interop.go). It also
+// run leaves behind: checkpoints (through package ckpt, which owns the
+// container; resume.go is the run's side of it) and result files (through
+// report.WriteResult), exports and imports (interop.go). It also
 // measures steps (bench.go) and scores saved models (evalcmd.go). The spec
 // language and grid expansion are package spec; result files, reports and
 // plots are package report.
@@ -14,6 +14,6 @@
 //
 // Imports: runner imports the plugins (engine, gemini), comm, device (to
 // open backends: never kernels/cpu or kernels/cuda directly), model,
-// model/torchfmt, data, fsutil, kernels, spec and report;
+// model/torchfmt, ckpt, data, fsutil, kernels, spec and report;
 // never tui or cmd.
 package runner

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"resnetlab/ckpt"
 	"resnetlab/spec"
 
 	"resnetlab/data"
@@ -18,8 +19,8 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 	if opts.Epoch < 1 {
 		return 0, nil, fmt.Errorf("eval: epoch %d, want >= 1", opts.Epoch)
 	}
-	path, op, sp := CheckpointPaths(opts.CheckpointDir, opts.Epoch)
-	meta, ts, err := ReadCheckpointFile(path, "model")
+	path, op, sp := ckpt.Paths(opts.CheckpointDir, opts.Epoch)
+	meta, ts, err := ckpt.ReadFile(path, "model")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -27,10 +28,10 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := checkStateShapes(cfg, stateDictOf(ts)); err != nil {
+	if err := ckpt.CheckStateShapes(cfg, ckpt.StateDict(ts)); err != nil {
 		return 0, nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	if err := checkSameSave(opts.CheckpointDir, CheckpointRef{Epoch: opts.Epoch}, path, []string{op, sp}, true); err != nil {
+	if err := ckpt.CheckSameSave(opts.CheckpointDir, ckpt.Ref{Epoch: opts.Epoch}, path, []string{op, sp}, true); err != nil {
 		return 0, nil, err
 	}
 	if dataset == "" {
@@ -42,10 +43,10 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 		s = spec.Defaults(path, func(string) string { return "" })
 		s.Dataset, s.InChannels = dataset, cfg.InChannels
 		s.DataDir = data.Root()
-		if v, err := MetaInt(meta, "synthetic_test"); err == nil {
+		if v, err := ckpt.MetaInt(meta, "synthetic_test"); err == nil {
 			s.Synthetic.Test = v
 		}
-		if v, err := MetaInt(meta, "synthetic_seed"); err == nil {
+		if v, err := ckpt.MetaInt(meta, "synthetic_seed"); err == nil {
 			s.Synthetic.Seed = int64(v)
 		}
 		if dataset == "synthetic" && s.Synthetic.Test < 1 {
@@ -76,7 +77,7 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 	defer device.Close(be)
 	m := model.NewResNet18(be, cfg)
 	defer m.Free()
-	if err := m.LoadStateDict(stateDictOf(ts)); err != nil {
+	if err := m.LoadStateDict(ckpt.StateDict(ts)); err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var dev *deviceSet // nil: batches from the host
@@ -90,7 +91,7 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 
 // evalModelConfig reads the model's shape from checkpoint metadata.
 func evalModelConfig(path string, meta map[string]any, opts EvalOptions) (model.Config, string, error) {
-	cfg, err := checkModelMeta(path, meta)
+	cfg, err := ckpt.CheckModelMeta(path, meta)
 	if err != nil {
 		return cfg, "", err
 	}
@@ -99,7 +100,7 @@ func evalModelConfig(path string, meta map[string]any, opts EvalOptions) (model.
 	}
 	dataset := opts.Dataset
 	if dataset == "" {
-		dataset, _ = MetaString(meta, "dataset")
+		dataset, _ = ckpt.MetaString(meta, "dataset")
 	}
 	return cfg, dataset, nil
 }

@@ -1,7 +1,10 @@
 package runner
 
-import "resnetlab/report"
-import "time"
+import (
+	"resnetlab/ckpt"
+	"resnetlab/report"
+	"time"
+)
 
 // The runner talks to its front ends (the TUI, headless mode, tests) only
 // through this API: it publishes Events on a channel and accepts Commands.
@@ -230,4 +233,4 @@ func (Quit) isCommand()          {}
 func (To) isCommand()            {}
 
 // Ref is the checkpoint a ResumeFrom names.
-func (c ResumeFrom) Ref() CheckpointRef { return CheckpointRef(c) }
+func (c ResumeFrom) Ref() ckpt.Ref { return ckpt.Ref(c) }

@@ -13,6 +13,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"resnetlab/ckpt"
+	"resnetlab/fsutil"
 	"resnetlab/spec"
 	"slices"
 	"strconv"
@@ -66,8 +68,8 @@ func ExportModel(dir string, epoch int, format, out string) error {
 	if epoch, err = resolveEpoch(dir, epoch); err != nil {
 		return err
 	}
-	path, _, _ := CheckpointPaths(dir, epoch)
-	meta, ts, err := ReadCheckpointFile(path, "model")
+	path, _, _ := ckpt.Paths(dir, epoch)
+	meta, ts, err := ckpt.ReadFile(path, "model")
 	if err != nil {
 		return err
 	}
@@ -75,7 +77,7 @@ func ExportModel(dir string, epoch int, format, out string) error {
 	if err != nil {
 		return err
 	}
-	sd, _, err := checkedStateDict(cfg, stateDictOf(ts))
+	sd, _, err := checkedStateDict(cfg, ckpt.StateDict(ts))
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
@@ -90,7 +92,7 @@ func resolveEpoch(dir string, epoch int) (int, error) {
 	if epoch > 0 {
 		return epoch, nil
 	}
-	epochs, err := ListCheckpoints(dir)
+	epochs, err := ckpt.List(dir)
 	if err != nil {
 		return 0, err
 	}
@@ -149,7 +151,7 @@ func writeTorchFile(out, format string, ts []torchfmt.Tensor, md map[string]stri
 			return fmt.Errorf("export to %s: %w", out, err)
 		}
 	}
-	return writeFileAtomic(out, func(w io.Writer) error {
+	return fsutil.WriteFileAtomic(out, func(w io.Writer) error {
 		if format == FormatSafetensors {
 			return torchfmt.WriteSafetensors(w, ts, md)
 		}
@@ -176,7 +178,7 @@ func ImportModel(in, dir string, epoch int, opts ImportOptions) error {
 	if epoch < 1 {
 		return fmt.Errorf("epoch %d, want >= 1", epoch)
 	}
-	mp, _, _ := CheckpointPaths(dir, epoch)
+	mp, _, _ := ckpt.Paths(dir, epoch)
 	if _, err := os.Stat(mp); err == nil {
 		return fmt.Errorf("%s already exists; remove it or choose another epoch", mp)
 	}
@@ -201,7 +203,7 @@ func ImportModel(in, dir string, epoch int, opts ImportOptions) error {
 		return fmt.Errorf("%s: not torchvision's resnet18 (width %d, %d input channels, %d classes): %w",
 			in, cfg.Width, cfg.InChannels, cfg.NumClasses, err)
 	}
-	_, err = saveCheckpoint(dir, freshState(sd, paramLens), meta, referenceSched())
+	_, err = ckpt.Save(dir, freshState(sd, paramLens), meta, referenceSched())
 	return err
 }
 
@@ -259,9 +261,9 @@ func inferModelConfig(sd []model.NamedTensor) (model.Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("conv1.weight %v and fc.weight %v imply %w", conv1.Shape, fc.Shape, err)
 	}
-	if !slices.Contains(datasetClassCounts(), cfg.NumClasses) {
+	if !slices.Contains(ckpt.DatasetClassCounts(), cfg.NumClasses) {
 		return cfg, fmt.Errorf("fc.weight %v has %d outputs; the data sets have %s classes",
-			fc.Shape, cfg.NumClasses, joinInts(datasetClassCounts()))
+			fc.Shape, cfg.NumClasses, ckpt.JoinInts(ckpt.DatasetClassCounts()))
 	}
 	return cfg, nil
 }
@@ -308,7 +310,7 @@ func importDataset(name string, cfg model.Config) (string, error) {
 // missing, unexpected or mis-shaped key, and returns the model's state dict
 // (torchvision's order, the same values) and the length of each parameter.
 func checkedStateDict(cfg model.Config, sd []model.NamedTensor) ([]model.NamedTensor, []int, error) {
-	if err := checkStateShapes(cfg, sd); err != nil {
+	if err := ckpt.CheckStateShapes(cfg, sd); err != nil {
 		return nil, nil, err
 	}
 	m := model.NewResNet18(device.Host(), cfg)
@@ -336,11 +338,11 @@ func freshState(sd []model.NamedTensor, paramLens []int) *engine.State {
 
 // importMeta describes an imported checkpoint: the flags first, then the
 // file's metadata. Step and steps per epoch are 0 (no training position),
-// which loadCheckpoint reads as a finished epoch, so a run resumes at
+// which ckpt.Load reads as a finished epoch, so a run resumes at
 // epoch+1. An unknown data set is recorded as "" and an unknown synthetic
 // test set as size 0, which eval refuses.
-func importMeta(epoch int, cfg model.Config, md map[string]string, o ImportOptions) (ckptMeta, error) {
-	m := ckptMeta{Epoch: epoch, Plugin: "imported", Precision: "fp32", World: 1,
+func importMeta(epoch int, cfg model.Config, md map[string]string, o ImportOptions) (ckpt.Meta, error) {
+	m := ckpt.Meta{Epoch: epoch, Plugin: "imported", Precision: "fp32", World: 1,
 		Width: cfg.Width, InChannels: cfg.InChannels, Classes: cfg.NumClasses,
 		Dataset: o.Dataset, SynTest: o.SynTest, SynSeed: o.SynSeed}
 	if m.Dataset == "" && md["dataset"] != "" {

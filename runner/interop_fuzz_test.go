@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"resnetlab/ckpt"
 	"resnetlab/spec"
 	"testing"
 
@@ -47,17 +48,17 @@ func FuzzImportMetadata(f *testing.F) {
 		if err := ImportModel(in, ck, 1, ImportOptions{}); err != nil {
 			return
 		}
-		mp, _, _ := CheckpointPaths(ck, 1)
-		_, meta, err := ReadCheckpointMeta(mp)
+		mp, _, _ := ckpt.Paths(ck, 1)
+		_, meta, err := ckpt.ReadMeta(mp)
 		if err != nil {
 			t.Fatalf("import succeeded but its checkpoint does not read: %v", err)
 		}
-		if ds, _ := MetaString(meta, "dataset"); ds != "" {
+		if ds, _ := ckpt.MetaString(meta, "dataset"); ds != "" {
 			if canon, err := data.Canonical(ds); err != nil || canon != ds {
 				t.Fatalf("imported data set %q is not canonical", ds)
 			}
 		}
-		if n, _ := MetaInt(meta, "synthetic_test"); n < 0 || n > spec.MaxImages {
+		if n, _ := ckpt.MetaInt(meta, "synthetic_test"); n < 0 || n > spec.MaxImages {
 			t.Fatalf("imported synthetic_test %d out of range", n)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"resnetlab/ckpt"
 	"resnetlab/engine"
 	"resnetlab/kernels"
 	"resnetlab/kernels/cpu"
@@ -44,7 +45,7 @@ func testStateDict(t testing.TB, w int, seed uint64) []model.NamedTensor {
 
 // writeTestCheckpoint saves sd as dir's checkpoint of epoch with non-zero
 // Adam moments, as a trained run would leave it.
-func writeTestCheckpoint(t *testing.T, dir string, epoch int, sd []model.NamedTensor, meta ckptMeta) {
+func writeTestCheckpoint(t *testing.T, dir string, epoch int, sd []model.NamedTensor, meta ckpt.Meta) {
 	t.Helper()
 	st := &engine.State{Model: sd, Step: 77}
 	for _, n := range paramLens(sd) {
@@ -52,13 +53,13 @@ func writeTestCheckpoint(t *testing.T, dir string, epoch int, sd []model.NamedTe
 		st.ExpAvgSq = append(st.ExpAvgSq, slices.Repeat([]float32{0.5}, n))
 	}
 	meta.Epoch = epoch
-	if _, err := saveCheckpoint(dir, st, meta, model.ReferenceSchedule(1e-3)); err != nil {
+	if _, err := ckpt.Save(dir, st, meta, model.ReferenceSchedule(1e-3)); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func syntheticMeta(w int) ckptMeta {
-	return ckptMeta{Step: 6, StepsPerEpoch: 6, Plugin: "torch_ddp", Precision: "fp32", World: 1,
+func syntheticMeta(w int) ckpt.Meta {
+	return ckpt.Meta{Step: 6, StepsPerEpoch: 6, Plugin: "torch_ddp", Precision: "fp32", World: 1,
 		Width: w, InChannels: 3, Classes: 10, Dataset: "synthetic", SynTest: 40, SynSeed: 5}
 }
 
@@ -80,13 +81,13 @@ func TestExportImportRoundTrip(t *testing.T) {
 		if err := ImportModel(out, dst, 3, ImportOptions{Dataset: "synthetic"}); err != nil {
 			t.Fatal(err)
 		}
-		mp, _, _ := CheckpointPaths(dst, 3)
-		meta, mts, err := ReadCheckpointFile(mp, "model")
+		mp, _, _ := ckpt.Paths(dst, 3)
+		meta, mts, err := ckpt.ReadFile(mp, "model")
 		if err != nil {
 			t.Fatal(err)
 		}
-		sameStateDict(t, name, stateDictOf(mts), sd)
-		if w, _ := MetaInt(meta, "width"); w != 4 {
+		sameStateDict(t, name, ckpt.StateDict(mts), sd)
+		if w, _ := ckpt.MetaInt(meta, "width"); w != 4 {
 			t.Errorf("%s: imported width %d, want 4", name, w)
 		}
 		checkFreshOptimizer(t, dst, 3, sd)
@@ -134,12 +135,12 @@ func sameStateDict(t *testing.T, what string, got, want []model.NamedTensor) {
 // one zero moment pair per parameter, step 0, no scaler.
 func checkFreshOptimizer(t *testing.T, dir string, epoch int, sd []model.NamedTensor) {
 	t.Helper()
-	lc, err := loadCheckpoint(dir, CheckpointRef{Epoch: epoch})
+	lc, err := ckpt.Load(dir, ckpt.Ref{Epoch: epoch})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lens := paramLens(sd)
-	st := lc.state
+	st := lc.State
 	if st.Step != 0 || st.Scaler != nil || len(st.ExpAvg) != len(lens) || len(st.ExpAvgSq) != len(lens) {
 		t.Fatalf("optimizer: step %d scaler %v, %d/%d moments, want step 0, none, %d", st.Step, st.Scaler,
 			len(st.ExpAvg), len(st.ExpAvgSq), len(lens))
@@ -150,8 +151,8 @@ func checkFreshOptimizer(t *testing.T, dir string, epoch int, sd []model.NamedTe
 			t.Fatalf("moment %d is not %d zeros", i, n)
 		}
 	}
-	if lc.epoch != epoch || lc.step < lc.spe {
-		t.Fatalf("position: epoch %d step %d/%d, want a finished epoch %d", lc.epoch, lc.step, lc.spe, epoch)
+	if lc.Epoch != epoch || lc.Step < lc.StepsPerEpoch {
+		t.Fatalf("position: epoch %d step %d/%d, want a finished epoch %d", lc.Epoch, lc.Step, lc.StepsPerEpoch, epoch)
 	}
 }
 
@@ -309,12 +310,12 @@ func TestImportStripsDDPPrefix(t *testing.T) {
 	if err := ImportModel(in, dir, 2, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	meta, ts, err := ReadCheckpointFile(filepath.Join(dir, "model_2.pth"), "model")
+	meta, ts, err := ckpt.ReadFile(filepath.Join(dir, "model_2.pth"), "model")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameStateDict(t, "ddp import", stateDictOf(ts), testStateDict(t, 2, 3))
-	if ds, _ := MetaString(meta, "dataset"); ds != "" {
+	sameStateDict(t, "ddp import", ckpt.StateDict(ts), testStateDict(t, 2, 3))
+	if ds, _ := ckpt.MetaString(meta, "dataset"); ds != "" {
 		t.Fatalf("data set of a file without metadata, no --dataset: %q, want none recorded", ds)
 	}
 }
@@ -337,12 +338,12 @@ func TestImportHalfPrecision(t *testing.T) {
 	if err := ImportModel(in, dir, 1, ImportOptions{Dataset: "synthetic"}); err != nil {
 		t.Fatal(err)
 	}
-	_, ts, err := ReadCheckpointFile(filepath.Join(dir, "model_1.pth"), "model")
+	_, ts, err := ckpt.ReadFile(filepath.Join(dir, "model_1.pth"), "model")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, x := range ts {
-		if x.DType != DTypeF32 && x.DType != DTypeI64 || !slices.Equal(x.F32, want[i].F32) {
+		if x.DType != ckpt.DTypeF32 && x.DType != ckpt.DTypeI64 || !slices.Equal(x.F32, want[i].F32) {
 			t.Fatalf("%s: stored as %s, values equal: %v", x.Name, x.DType, slices.Equal(x.F32, want[i].F32))
 		}
 	}
@@ -431,12 +432,12 @@ func TestRunResumesFromImport(t *testing.T) {
 			}
 		} else {
 			fresh := freshState(sd, paramLens(sd))
-			if _, err := saveCheckpoint(dir, fresh, ckptMeta{Epoch: 1, Step: 6, StepsPerEpoch: 6, Width: 4,
+			if _, err := ckpt.Save(dir, fresh, ckpt.Meta{Epoch: 1, Step: 6, StepsPerEpoch: 6, Width: 4,
 				InChannels: 3, Classes: 10, Dataset: "synthetic"}, model.ReferenceSchedule(1e-3)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		evs, err := collect(t, s, RunOptions{Resume: CheckpointRef{Epoch: 1}}, nil)
+		evs, err := collect(t, s, RunOptions{Resume: ckpt.Ref{Epoch: 1}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -480,12 +481,12 @@ func TestExportImportEvalSameAccuracy(t *testing.T) {
 		if err := ImportModel(out, dst, 1, ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		mp, _, _ := CheckpointPaths(dst, 1)
-		_, meta, _ := ReadCheckpointMeta(mp)
-		if n, _ := MetaInt(meta, "synthetic_test"); n != 40 {
+		mp, _, _ := ckpt.Paths(dst, 1)
+		_, meta, _ := ckpt.ReadMeta(mp)
+		if n, _ := ckpt.MetaInt(meta, "synthetic_test"); n != 40 {
 			t.Errorf("%s: imported synthetic_test %d, want 40", name, n)
 		}
-		if n, _ := MetaInt(meta, "synthetic_seed"); n != 5 {
+		if n, _ := ckpt.MetaInt(meta, "synthetic_seed"); n != 5 {
 			t.Errorf("%s: imported synthetic_seed %d, want 5", name, n)
 		}
 		got, _, err := Eval(context.Background(), EvalOptions{CheckpointDir: dst, Epoch: 1, Device: "cpu", BatchSize: 20})

@@ -3,6 +3,7 @@ package runner
 import (
 	"os"
 	"path/filepath"
+	"resnetlab/ckpt"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,8 +42,8 @@ func wantRefused(t *testing.T, path string, fn func() error) {
 
 func TestCheckpointReadRefusesNonRegular(t *testing.T) {
 	for p := range hostileFiles(t, "model_1.pth") {
-		wantRefused(t, p, func() error { _, _, err := ReadCheckpointFile(p, ""); return err })
-		wantRefused(t, p, func() error { _, _, err := ReadCheckpointMeta(p); return err })
+		wantRefused(t, p, func() error { _, _, err := ckpt.ReadFile(p, ""); return err })
+		wantRefused(t, p, func() error { _, _, err := ckpt.ReadMeta(p); return err })
 	}
 }
 

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"resnetlab/ckpt"
 	"resnetlab/comm"
 	"resnetlab/spec"
 )
@@ -9,10 +10,10 @@ import (
 // RunOptions adjusts how RunSpec runs a spec; the zero value runs the spec
 // as written.
 type RunOptions struct {
-	Resume     CheckpointRef // non-zero: resume every run from this checkpoint instead of the spec's resume
-	Device     string        // "auto", "cpu" or "cuda" instead of the spec's device; "" keeps it
-	ResultsDir string        // instead of the spec's results_dir; "" keeps it
-	Headless   bool          // no TUI is attached (events go to the headless printer)
+	Resume     ckpt.Ref // non-zero: resume every run from this checkpoint instead of the spec's resume
+	Device     string   // "auto", "cpu" or "cuda" instead of the spec's device; "" keeps it
+	ResultsDir string   // instead of the spec's results_dir; "" keeps it
+	Headless   bool     // no TUI is attached (events go to the headless printer)
 	// StayOpen keeps RunSpec serving commands after the last run has
 	// finished, so that a front end can re-open a finished run with
 	// ResumeFrom; RunSpec then returns when cmds is closed or ctx is done.
@@ -66,9 +67,9 @@ type EvalOptions struct {
 
 // StartFrom is the checkpoint every run of s starts from: --resume's, else
 // the end of the spec's resume epoch (zero: a fresh start).
-func (o RunOptions) StartFrom(s *spec.Spec) CheckpointRef {
+func (o RunOptions) StartFrom(s *spec.Spec) ckpt.Ref {
 	if !o.Resume.IsZero() {
 		return o.Resume
 	}
-	return CheckpointRef{Epoch: s.Resume}
+	return ckpt.Ref{Epoch: s.Resume}
 }

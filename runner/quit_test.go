@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"resnetlab/ckpt"
 	"resnetlab/report"
 	"resnetlab/spec"
 	"strings"
@@ -53,7 +54,7 @@ func sameFiles(t *testing.T, what string, before, after map[string][]byte) {
 // asked), ends interrupted and says so in its result; run 2 never starts and
 // its earlier result file and checkpoints are left byte for byte.
 func TestQuitStopsTheGrid(t *testing.T) {
-	for _, ckpt := range []bool{true, false} {
+	for _, save := range []bool{true, false} {
 		s := twoRunGrid(t)
 		// A finished earlier session of the whole grid: run 2's files to keep.
 		if _, err := collect(t, s, RunOptions{}, nil); err != nil {
@@ -79,7 +80,7 @@ func TestQuitStopsTheGrid(t *testing.T) {
 			for e := range events {
 				got = append(got, e)
 				if sd, ok := e.(StepDone); ok && sd.Run == run1.ID && sd.Step == 2 && !sent {
-					cmds <- Quit{Checkpoint: ckpt}
+					cmds <- Quit{Checkpoint: save}
 					sent = true
 				}
 			}
@@ -88,16 +89,16 @@ func TestQuitStopsTheGrid(t *testing.T) {
 		close(events)
 		<-done
 		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("checkpoint %v: RunSpec = %v, want an interruption", ckpt, err)
+			t.Fatalf("checkpoint %v: RunSpec = %v, want an interruption", save, err)
 		}
 		for _, e := range got {
 			if rs, ok := e.(RunStarted); ok && rs.Info.ID == run2.ID {
-				t.Fatalf("checkpoint %v: run 2 started after Quit", ckpt)
+				t.Fatalf("checkpoint %v: run 2 started after Quit", save)
 			}
 		}
 		rs := finished(t, got)
 		if len(rs) != 1 || rs[0] == nil || rs[0].Status != report.StatusInterrupted {
-			t.Fatalf("checkpoint %v: finished %v, want run 1 interrupted only", ckpt, rs)
+			t.Fatalf("checkpoint %v: finished %v, want run 1 interrupted only", save, rs)
 		}
 		after := snapshot(t, run2.CheckpointDir, s.ResultsDir)
 		for p := range after {
@@ -106,9 +107,9 @@ func TestQuitStopsTheGrid(t *testing.T) {
 			}
 		}
 		sameFiles(t, "run 2", keep, after)
-		saved, _ := ListCheckpointRefs(run1.CheckpointDir)
-		if ckpt != (len(saved) == 1) {
-			t.Errorf("checkpoint %v: run 1 saved %v", ckpt, saved)
+		saved, _ := ckpt.ListRefs(run1.CheckpointDir)
+		if save != (len(saved) == 1) {
+			t.Errorf("checkpoint %v: run 1 saved %v", save, saved)
 		}
 	}
 }

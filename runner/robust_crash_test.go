@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"resnetlab/ckpt"
 	"strconv"
 	"syscall"
 	"testing"
@@ -22,7 +23,7 @@ func TestHelperWriter(t *testing.T) {
 	}
 	ts := crashTensors("child", 8<<20) // 32 MiB: the kill lands mid-write
 	for i := 0; ; i++ {
-		if err := WriteCheckpointFile(path, "model", map[string]any{"writer": "child", "n": i}, ts); err != nil {
+		if err := ckpt.WriteFile(path, "model", map[string]any{"writer": "child", "n": i}, ts); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
 		}
@@ -30,14 +31,14 @@ func TestHelperWriter(t *testing.T) {
 }
 
 // crashTensors is a checkpoint's tensors, different for each writer.
-func crashTensors(writer string, n int) []TensorEntry {
+func crashTensors(writer string, n int) []ckpt.Tensor {
 	w := make([]float32, n)
 	for i := range w {
 		w[i] = float32(i%977) * float32(len(writer))
 	}
-	return []TensorEntry{
-		{Name: "conv1.weight", DType: DTypeF32, Shape: []int{n}, F32: w},
-		{Name: "bn1.num_batches_tracked", DType: DTypeI64, Shape: []int{}, I64: []int64{int64(len(writer))}},
+	return []ckpt.Tensor{
+		{Name: "conv1.weight", DType: ckpt.DTypeF32, Shape: []int{n}, F32: w},
+		{Name: "bn1.num_batches_tracked", DType: ckpt.DTypeI64, Shape: []int{}, I64: []int64{int64(len(writer))}},
 	}
 }
 
@@ -45,26 +46,26 @@ func crashTensors(writer string, n int) []TensorEntry {
 // checkpoint over an existing one leaves the existing one whole: the file
 // reads back with a good checksum and holds either the old contents or a
 // complete new version, and the stale temporary file does not confuse
-// ListCheckpoints or the next write.
+// ckpt.List or the next write.
 func TestKillDuringCheckpointWrite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}
 	dir := t.TempDir()
-	mp, op, sp := CheckpointPaths(dir, 3)
+	mp, op, sp := ckpt.Paths(dir, 3)
 	old := crashTensors("parent", 1<<20)
 	for _, p := range []string{mp, op, sp} {
-		if err := WriteCheckpointFile(p, "model", map[string]any{"writer": "parent"}, old); err != nil {
+		if err := ckpt.WriteFile(p, "model", map[string]any{"writer": "parent"}, old); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for round, delay := range []time.Duration{0, 15 * time.Millisecond, 40 * time.Millisecond} {
 		killMidWrite(t, mp, delay)
-		meta, ts, err := ReadCheckpointFile(mp, "model")
+		meta, ts, err := ckpt.ReadFile(mp, "model")
 		if err != nil {
 			t.Fatalf("round %d: the checkpoint was damaged: %v", round, err)
 		}
-		writer, _ := MetaString(meta, "writer")
+		writer, _ := ckpt.MetaString(meta, "writer")
 		want := old
 		if writer == "child" {
 			want = crashTensors("child", 8<<20)
@@ -78,13 +79,13 @@ func TestKillDuringCheckpointWrite(t *testing.T) {
 	if len(temps) == 0 {
 		t.Fatal("no temporary file left behind: the child was never killed mid-write")
 	}
-	if have, err := ListCheckpoints(dir); err != nil || !reflect.DeepEqual(have, []int{3}) {
-		t.Fatalf("ListCheckpoints with stale %v = %v, %v; want [3]", temps, have, err)
+	if have, err := ckpt.List(dir); err != nil || !reflect.DeepEqual(have, []int{3}) {
+		t.Fatalf("ckpt.List with stale %v = %v, %v; want [3]", temps, have, err)
 	}
-	if err := WriteCheckpointFile(mp, "model", map[string]any{"writer": "parent"}, old); err != nil {
+	if err := ckpt.WriteFile(mp, "model", map[string]any{"writer": "parent"}, old); err != nil {
 		t.Fatalf("writing next to stale temporary files: %v", err)
 	}
-	if _, ts, err := ReadCheckpointFile(mp, "model"); err != nil || !reflect.DeepEqual(ts, old) {
+	if _, ts, err := ckpt.ReadFile(mp, "model"); err != nil || !reflect.DeepEqual(ts, old) {
 		t.Fatalf("rewrite: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"resnetlab/ckpt"
 	"resnetlab/report"
 	"resnetlab/spec"
 	"strings"
@@ -83,7 +84,7 @@ func TestCtrlCWithFailingCheckpoint(t *testing.T) {
 	dir := strings.ReplaceAll(s.Checkpoint, "{plugin}-{precision}-{gpus}", "torch_ddp-fp32-1")
 	// A directory where the save (taken one step into epoch 1) renames its
 	// file: the save fails.
-	for _, ref := range []CheckpointRef{{Epoch: 1, Step: 1}} {
+	for _, ref := range []ckpt.Ref{{Epoch: 1, Step: 1}} {
 		_, op, _ := ref.Paths(dir)
 		if err := os.MkdirAll(op, 0o755); err != nil {
 			t.Fatal(err)
@@ -114,7 +115,7 @@ func TestMidEpochResumeKeepsTheEpochLoss(t *testing.T) {
 	if _, err := interruptAfterFirstStep(t, s); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want the interruption", err)
 	}
-	evs, err = collect(t, s, RunOptions{Resume: CheckpointRef{Epoch: 1, Step: 1}}, nil)
+	evs, err = collect(t, s, RunOptions{Resume: ckpt.Ref{Epoch: 1, Step: 1}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

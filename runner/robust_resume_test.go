@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"resnetlab/ckpt"
 	"slices"
 	"strings"
 	"testing"
@@ -21,10 +22,10 @@ func TestResumeWidth8IntoWidth16(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := strings.ReplaceAll(s.Checkpoint, "{plugin}-{precision}-{gpus}", "torch_ddp-fp32-1")
-	mp, _, _ := CheckpointPaths(dir, 1)
+	mp, _, _ := ckpt.Paths(dir, 1)
 
 	s.Width, s.Epochs = 16, 2
-	evs, err := collect(t, s, RunOptions{Resume: CheckpointRef{Epoch: 1}}, nil)
+	evs, err := collect(t, s, RunOptions{Resume: ckpt.Ref{Epoch: 1}}, nil)
 	if err == nil {
 		t.Fatal("a width-8 checkpoint resumed into a width-16 run")
 	}
@@ -45,8 +46,8 @@ func TestResumeWidth8IntoWidth16(t *testing.T) {
 	gs.Width = 16
 	gdir := strings.ReplaceAll(gs.Checkpoint, "{plugin}-{precision}-{gpus}", "gemini-fp16-1")
 	copyDir(t, dir, gdir)
-	evs, err = collect(t, gs, RunOptions{Resume: CheckpointRef{Epoch: 1}}, nil)
-	gmp, _, _ := CheckpointPaths(gdir, 1)
+	evs, err = collect(t, gs, RunOptions{Resume: ckpt.Ref{Epoch: 1}}, nil)
+	gmp, _, _ := ckpt.Paths(gdir, 1)
 	t.Log(err)
 	if err == nil || !strings.Contains(err.Error(), gmp) ||
 		!regexp.MustCompile(`width (is )?8.*16`).MatchString(err.Error()) {
@@ -68,7 +69,7 @@ func refusedBeforeTraining(t *testing.T, evs []Event, dir string) {
 	if rs := finished(t, evs); len(rs) != 1 || rs[0].Status != "failed" || rs[0].Error == "" {
 		t.Fatalf("results %+v, want one failed", rs)
 	}
-	if have, err := ListCheckpoints(dir); err != nil || !slices.Equal(have, []int{1}) {
+	if have, err := ckpt.List(dir); err != nil || !slices.Equal(have, []int{1}) {
 		t.Fatalf("checkpoints %v %v, want epoch 1 only", have, err)
 	}
 }
@@ -96,12 +97,12 @@ func copyDir(t *testing.T, from, to string) {
 // setMeta rewrites one metadata value of a checkpoint file.
 func setMeta(t *testing.T, path, kind, key string, v any) {
 	t.Helper()
-	meta, ts, err := ReadCheckpointFile(path, kind)
+	meta, ts, err := ckpt.ReadFile(path, kind)
 	if err != nil {
 		t.Fatal(err)
 	}
 	meta[key] = v
-	if err := WriteCheckpointFile(path, kind, meta, ts); err != nil {
+	if err := ckpt.WriteFile(path, kind, meta, ts); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -111,7 +112,7 @@ func setMeta(t *testing.T, path, kind, key string, v any) {
 // values, and what to set.
 func TestResumeFromAnotherDataset(t *testing.T) {
 	s, dir := trainedCheckpoints(t, "")
-	mp, _, _ := CheckpointPaths(dir, 1)
+	mp, _, _ := ckpt.Paths(dir, 1)
 	setMeta(t, mp, "model", "dataset", "cifar10")
 	err := resumeErr(t, s, 1)
 	want := "resume from " + dir + " epoch 1: checkpoint " + mp + ` was saved for another model: dataset is "cifar10" ` +
@@ -121,10 +122,10 @@ func TestResumeFromAnotherDataset(t *testing.T) {
 	}
 }
 
-// The resume refuses files of two different saves (checkSameSnapshot).
+// The resume refuses files of two different saves (ckpt.CheckSameSnapshot).
 func TestResumeFromMixedSaves(t *testing.T) {
 	s, dir := trainedCheckpoints(t, "")
-	_, op, _ := CheckpointPaths(dir, 1)
+	_, op, _ := ckpt.Paths(dir, 1)
 	setMeta(t, op, "optimizer", "step", 2)
 	err := resumeErr(t, s, 1)
 	if !strings.Contains(err.Error(), "checkpoint of epoch 1 in "+dir+" is a mix of two saves: model_1.pth has step 6, optimizer_1.pth has 2") {
@@ -135,32 +136,32 @@ func TestResumeFromMixedSaves(t *testing.T) {
 func TestCheckSameModel(t *testing.T) {
 	dir := t.TempDir()
 	write := func(meta map[string]any) {
-		mp, _, _ := CheckpointPaths(dir, 3)
-		if err := WriteCheckpointFile(mp, "model", meta, nil); err != nil {
+		mp, _, _ := ckpt.Paths(dir, 3)
+		if err := ckpt.WriteFile(mp, "model", meta, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	run := ckptMeta{Width: 16, InChannels: 1, Classes: 10, Dataset: "fashion-mnist"}
+	run := ckpt.Meta{Width: 16, InChannels: 1, Classes: 10, Dataset: "fashion-mnist"}
 	write(map[string]any{"epoch": 3}) // imported from elsewhere: nothing to compare
-	if err := checkSameModel(dir, CheckpointRef{Epoch: 3}, run); err != nil {
+	if err := ckpt.CheckSameModel(dir, ckpt.Ref{Epoch: 3}, run); err != nil {
 		t.Fatalf("no settings recorded: %v", err)
 	}
 	write(map[string]any{"width": 16, "in_channels": 1, "num_classes": 10, "dataset": "FMNIST"})
-	if err := checkSameModel(dir, CheckpointRef{Epoch: 3}, run); err != nil {
+	if err := ckpt.CheckSameModel(dir, ckpt.Ref{Epoch: 3}, run); err != nil {
 		t.Fatalf("another spelling of the same data set: %v", err)
 	}
 	write(map[string]any{"width": 8, "in_channels": 3, "num_classes": 100, "dataset": "cifar10"})
-	mp, _, _ := CheckpointPaths(dir, 3)
+	mp, _, _ := ckpt.Paths(dir, 3)
 	want := "resume from " + dir + " epoch 3: checkpoint " + mp + " was saved for another model: " +
 		"width is 8 in the checkpoint and 16 in this run; in_channels is 3 in the checkpoint and 1 in this run; " +
 		"num_classes is 100 in the checkpoint and 10 in this run; " +
 		`dataset is "cifar10" in the checkpoint and "fashion-mnist" in this run ` +
 		`(want width = 8 and in_channels = 3 and dataset = "cifar10" in the spec, or resume = 0 to start afresh)`
-	if err := checkSameModel(dir, CheckpointRef{Epoch: 3}, run); err == nil || err.Error() != want {
+	if err := ckpt.CheckSameModel(dir, ckpt.Ref{Epoch: 3}, run); err == nil || err.Error() != want {
 		t.Fatalf("got  %v\nwant %s", err, want)
 	}
 	write(map[string]any{"num_classes": 100})
-	if err := checkSameModel(dir, CheckpointRef{Epoch: 3}, run); err == nil ||
+	if err := ckpt.CheckSameModel(dir, ckpt.Ref{Epoch: 3}, run); err == nil ||
 		!strings.HasSuffix(err.Error(), "num_classes is 100 in the checkpoint and 10 in this run (want resume = 0 to start afresh)") {
 		t.Fatalf("classes only: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"resnetlab/ckpt"
 	"resnetlab/report"
 	"resnetlab/spec"
 	"time"
@@ -170,11 +171,11 @@ func (j *job) run(ctx context.Context) (err error) {
 	}
 	j.result.Backend, j.result.Devices = j.info.Backend, j.info.Devices
 	if !noCheckpoints(j.cell.CheckpointDir) && j.records() { // held until the run ends: no other run's saves interleave
-		lock, err := lockCheckpointDir(j.cell.CheckpointDir, j.info.ID)
+		lock, err := ckpt.LockDir(j.cell.CheckpointDir, j.info.ID)
 		if err != nil {
 			return err
 		}
-		defer lock.release()
+		defer lock.Release()
 	}
 	if !j.startFrom.IsZero() {
 		if err := j.resume(j.startFrom); err != nil {
@@ -200,9 +201,9 @@ func (j *job) digest() error {
 		}
 	}
 	if !noCheckpoints(j.cell.CheckpointDir) && j.spec.Interval > 0 { // endEpoch saved the last epoch
-		path, _, _ := CheckpointPaths(j.cell.CheckpointDir, j.spec.Epochs)
+		path, _, _ := ckpt.Paths(j.cell.CheckpointDir, j.spec.Epochs)
 		if _, err := os.Stat(path); err == nil {
-			sum, err := fileSHA256(path)
+			sum, err := ckpt.FileSHA256(path)
 			j.result.ModelSHA256 = sum
 			return err
 		}
@@ -214,6 +215,6 @@ func (j *job) digest() error {
 		}
 	}
 	var err error
-	j.result.ModelSHA256, err = modelDigest(st, meta)
+	j.result.ModelSHA256, err = ckpt.ModelDigest(st, meta)
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"resnetlab/ckpt"
 	"resnetlab/spec"
 	"time"
 
@@ -29,10 +30,10 @@ type gridRun struct {
 	index    map[string]int // run id -> cell
 	inbox    []chan Command // per cell; buffered, read by the run's job
 	state    []cellState
-	resume   []CheckpointRef // per cell: the checkpoint its next job resumes from
-	reopened []bool          // per cell: its next job was asked for by ResumeFrom
-	errs     []error         // per cell: the outcome of its last job
-	queue    []int           // cells waiting for a slot, in start order
+	resume   []ckpt.Ref // per cell: the checkpoint its next job resumes from
+	reopened []bool     // per cell: its next job was asked for by ResumeFrom
+	errs     []error    // per cell: the outcome of its last job
+	queue    []int      // cells waiting for a slot, in start order
 	running  int
 	done     chan cellDone
 	quit     bool // Quit came: nothing more starts or re-opens
@@ -57,7 +58,7 @@ const inboxSize = 64
 func (g *gridRun) init() {
 	n := len(g.cells)
 	g.infos, g.inbox = make([]RunInfo, n), make([]chan Command, n)
-	g.state, g.errs, g.resume = make([]cellState, n), make([]error, n), make([]CheckpointRef, n)
+	g.state, g.errs, g.resume = make([]cellState, n), make([]error, n), make([]ckpt.Ref, n)
 	g.reopened = make([]bool, n)
 	g.index = make(map[string]int, n)
 	g.done = make(chan cellDone, n) // one job per cell at a time: sends never block
@@ -253,7 +254,7 @@ func (g *gridRun) deliver(i int, c Command) {
 // checkpoint ref and trains to the spec's end, replacing the run's result.
 // A checkpoint that is not there is refused here, so that a wrong choice
 // cannot overwrite the run's result with a failure.
-func (g *gridRun) reopen(ctx context.Context, i int, ref CheckpointRef) {
+func (g *gridRun) reopen(ctx context.Context, i int, ref ckpt.Ref) {
 	id, dir := g.cells[i].ID, g.cells[i].CheckpointDir
 	if ctx.Err() != nil || g.quit {
 		g.logf(id, LevelWarn, "%s not re-opened: the grid is being interrupted", id)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"resnetlab/ckpt"
 	"resnetlab/report"
 	"resnetlab/spec"
 	"time"
@@ -44,13 +45,13 @@ type job struct {
 	epochTime   time.Duration
 	result      *report.Result
 	trainImages int
-	memAt       time.Time     // last MemoryUsage event
-	startFrom   CheckpointRef // resume from this checkpoint before training (zero: fresh)
-	place       placement     // its share of the machine while runs train at once
-	est         estimator     // says how long the run will take, after its first steps
-	trained     int           // steps this job has trained (a checkpoint needs one)
-	reopened    bool          // asked for by ResumeFrom on a finished run
-	gem         []geminiRank  // per rank, Gemini statistics (memstats.go)
+	memAt       time.Time    // last MemoryUsage event
+	startFrom   ckpt.Ref     // resume from this checkpoint before training (zero: fresh)
+	place       placement    // its share of the machine while runs train at once
+	est         estimator    // says how long the run will take, after its first steps
+	trained     int          // steps this job has trained (a checkpoint needs one)
+	reopened    bool         // asked for by ResumeFrom on a finished run
+	gem         []geminiRank // per rank, Gemini statistics (memstats.go)
 }
 
 // rankState is what one rank owns.
@@ -271,8 +272,8 @@ func firstNonFinite(m *model.ResNet) string {
 }
 
 // meta describes a checkpoint taken now.
-func (j *job) meta(epoch, step int) ckptMeta {
-	return ckptMeta{Epoch: epoch, Step: step, StepsPerEpoch: j.info.StepsPerEpoch,
+func (j *job) meta(epoch, step int) ckpt.Meta {
+	return ckpt.Meta{Epoch: epoch, Step: step, StepsPerEpoch: j.info.StepsPerEpoch,
 		Plugin: j.cell.Plugin, Precision: j.cell.Precision, World: j.cell.WorldSize,
 		Width: j.spec.Width, InChannels: j.train.C, Classes: len(j.train.Classes), Dataset: j.spec.Dataset,
 		SynTest: j.spec.Synthetic.Test, SynSeed: int(j.spec.Synthetic.Seed),
@@ -281,11 +282,11 @@ func (j *job) meta(epoch, step int) ckptMeta {
 
 // partial is the running sums of the epoch in progress when a checkpoint
 // is taken at step (of StepsPerEpoch), or nil at an epoch end.
-func (j *job) partial(step int) *partialEpoch {
+func (j *job) partial(step int) *ckpt.PartialEpoch {
 	if step >= j.info.StepsPerEpoch || j.epochSteps == 0 {
 		return nil
 	}
-	return &partialEpoch{LossSum: j.epochLoss, Steps: j.epochSteps, Seconds: j.epochTime.Seconds()}
+	return &ckpt.PartialEpoch{LossSum: j.epochLoss, Steps: j.epochSteps, Seconds: j.epochTime.Seconds()}
 }
 
 // gatherState collects the full training state (a collective).
@@ -321,35 +322,35 @@ func (j *job) checkpoint() error {
 		epoch, step = j.epoch, j.info.StepsPerEpoch
 	}
 	meta := j.meta(epoch, step)
-	files, err := saveCheckpoint(j.cell.CheckpointDir, st, meta, j.sched)
+	files, err := ckpt.Save(j.cell.CheckpointDir, st, meta, j.sched)
 	if err != nil {
 		return err
 	}
-	ref := meta.ref()
+	ref := meta.Ref()
 	j.emit(CheckpointSaved{Run: j.info.ID, Epoch: ref.Epoch, Step: ref.Step, Dir: j.cell.CheckpointDir, Files: files})
 	return nil
 }
 
 // resume loads checkpoint ref into every rank and moves the position.
-func (j *job) resume(ref CheckpointRef) error {
-	lc, err := loadCheckpoint(j.cell.CheckpointDir, ref)
+func (j *job) resume(ref ckpt.Ref) error {
+	lc, err := ckpt.Load(j.cell.CheckpointDir, ref)
 	if err != nil {
 		return err
 	}
 	if err := j.checkResume(ref, lc); err != nil {
 		return err
 	}
-	if lc.spe != j.info.StepsPerEpoch {
-		j.logf(LevelWarn, "checkpoint %s was taken with %d steps per epoch, this run has %d", ref, lc.spe, j.info.StepsPerEpoch)
+	if lc.StepsPerEpoch != j.info.StepsPerEpoch {
+		j.logf(LevelWarn, "checkpoint %s was taken with %d steps per epoch, this run has %d", ref, lc.StepsPerEpoch, j.info.StepsPerEpoch)
 	}
-	if err := j.pool.do(func(r int) error { return j.ranks[r].eng.LoadState(lc.state) }); err != nil {
+	if err := j.pool.do(func(r int) error { return j.ranks[r].eng.LoadState(lc.State) }); err != nil {
 		return fmt.Errorf("resume from %s %s: %w", j.cell.CheckpointDir, ref.Describe(), err)
 	}
-	j.epoch, j.step = lc.epoch, 0
+	j.epoch, j.step = lc.Epoch, 0
 	j.epochLoss, j.epochSteps, j.epochTime = 0, 0, 0
-	if lc.step < lc.spe { // taken mid-epoch: continue that epoch
-		j.epoch, j.step = lc.epoch-1, lc.step
-		if p := lc.partial; p != nil {
+	if lc.Step < lc.StepsPerEpoch { // taken mid-epoch: continue that epoch
+		j.epoch, j.step = lc.Epoch-1, lc.Step
+		if p := lc.Partial; p != nil {
 			j.epochLoss, j.epochSteps = p.LossSum, p.Steps
 			j.epochTime = time.Duration(p.Seconds * float64(time.Second))
 		}
@@ -357,7 +358,7 @@ func (j *job) resume(ref CheckpointRef) error {
 	j.result.EpochResults = trimEpochs(j.result.EpochResults, j.epoch)
 	// A new process knows nothing of the epochs before the checkpoint: take
 	// them from it, so results and the TUI show the whole curve.
-	if h := trimEpochs(lc.history, j.epoch); len(h) > len(j.result.EpochResults) {
+	if h := trimEpochs(lc.History, j.epoch); len(h) > len(j.result.EpochResults) {
 		j.result.EpochResults = h
 	}
 	j.accuracyFromHistory()

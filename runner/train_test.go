@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"resnetlab/ckpt"
 	"resnetlab/report"
 	"resnetlab/spec"
 	"strings"
@@ -87,11 +88,11 @@ func TestRunWritesResultsAndCheckpoints(t *testing.T) {
 		t.Fatalf("no peak memory recorded: %v", r.PeakDeviceBytes)
 	}
 	dir := strings.ReplaceAll(s.Checkpoint, "{plugin}-{precision}-{gpus}", "torch_ddp-fp32-1")
-	have, err := ListCheckpoints(dir)
+	have, err := ckpt.List(dir)
 	if err != nil || len(have) != 2 {
 		t.Fatalf("checkpoints in %s: %v %v, want epochs 1 and 2", dir, have, err)
 	}
-	sum, _ := fileSHA256(filepath.Join(dir, "model_2.pth"))
+	sum, _ := ckpt.FileSHA256(filepath.Join(dir, "model_2.pth"))
 	if sum != r.ModelSHA256 {
 		t.Fatalf("model_sha256 %s is not the digest of model_2.pth (%s)", r.ModelSHA256, sum)
 	}
@@ -129,7 +130,7 @@ func TestResumeIsBitExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		resumed.Epochs = 2
-		evs, err := collect(t, resumed, RunOptions{Resume: CheckpointRef{Epoch: 1}}, nil)
+		evs, err := collect(t, resumed, RunOptions{Resume: ckpt.Ref{Epoch: 1}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,14 +2,13 @@ package tui
 
 import (
 	"fmt"
+	"resnetlab/ckpt"
 	"strings"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
-
-	"resnetlab/runner"
 )
 
 // dialogResult is what a dialog's Update decided.
@@ -56,7 +55,7 @@ func (d quitDialog) View(w int, st styles) string {
 // resumePicker lists a run's saved checkpoints, newest first.
 type resumePicker struct {
 	run      string
-	refs     []runner.CheckpointRef
+	refs     []ckpt.Ref
 	cursor   int
 	finished status // the run's status when it has finished (it is re-opened), else 0
 }
@@ -81,7 +80,7 @@ func (p *resumePicker) Update(msg tea.KeyPressMsg, k keyMap) dialogResult {
 	return dialogOpen
 }
 
-func (p *resumePicker) chosen() runner.CheckpointRef { return p.refs[p.cursor] }
+func (p *resumePicker) chosen() ckpt.Ref { return p.refs[p.cursor] }
 
 func (p *resumePicker) View(w int, st styles) string {
 	lines := []string{st.bold.Render("Resume " + p.run + " from checkpoint")}
@@ -181,7 +180,7 @@ func overlay(base []string, boxStr string, w int) []string {
 }
 
 // refLabel is a picker row: an epoch's end, or a mid-epoch save.
-func refLabel(r runner.CheckpointRef) string {
+func refLabel(r ckpt.Ref) string {
 	if r.Step == 0 {
 		return fmt.Sprintf("epoch %d", r.Epoch)
 	}

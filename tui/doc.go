@@ -8,5 +8,7 @@
 // that state.
 //
 // Imports: tui imports runner (its events, commands and result types: never the
-// training internals), the Charm libraries and the standard library.
+// training internals), report and spec (the result and spec types those
+// events carry), ckpt (only Ref, the name of a checkpoint the r key resumes
+// from), the Charm libraries and the standard library.
 package tui

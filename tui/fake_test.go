@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"resnetlab/ckpt"
 	"resnetlab/report"
 	"resnetlab/runner"
 )
@@ -145,8 +146,8 @@ func (f *fakeRunner) commands() []sentCmd {
 
 // Checkpoints lists the checkpoints whose three files exist, as the real
 // front end does.
-func (f *fakeRunner) Checkpoints(run string) []runner.CheckpointRef {
-	refs, _ := runner.ListCheckpointRefs(filepath.Join(f.root, ckptDir(run)))
+func (f *fakeRunner) Checkpoints(run string) []ckpt.Ref {
+	refs, _ := ckpt.ListRefs(filepath.Join(f.root, ckptDir(run)))
 	return refs
 }
 

@@ -3,7 +3,7 @@ package tui
 import (
 	"fmt"
 	"regexp"
-	"resnetlab/runner"
+	"resnetlab/ckpt"
 	"strings"
 	"testing"
 	"time"
@@ -55,11 +55,11 @@ func TestEveryLineFits(t *testing.T) {
 		"help":      func(m Model) Model { m.overlay = helpOverlay; return m },
 		"quit":      func(m Model) Model { m.overlay = quitOverlay; return m },
 		"picker": func(m Model) Model {
-			m.overlay, m.picker = pickerOverlay, resumePicker{run: "x", refs: []runner.CheckpointRef{{Epoch: 9}, {Epoch: 8}, {Epoch: 8, Step: 120}, {Epoch: 7}, {Epoch: 6}, {Epoch: 5}, {Epoch: 4}, {Epoch: 3}, {Epoch: 2}, {Epoch: 1}}}
+			m.overlay, m.picker = pickerOverlay, resumePicker{run: "x", refs: []ckpt.Ref{{Epoch: 9}, {Epoch: 8}, {Epoch: 8, Step: 120}, {Epoch: 7}, {Epoch: 6}, {Epoch: 5}, {Epoch: 4}, {Epoch: 3}, {Epoch: 2}, {Epoch: 1}}}
 			return m
 		},
 		"picker of a finished run": func(m Model) Model {
-			m.overlay, m.picker = pickerOverlay, resumePicker{run: "x", refs: []runner.CheckpointRef{{Epoch: 4}, {Epoch: 3, Step: 7}}, finished: stInterrupted}
+			m.overlay, m.picker = pickerOverlay, resumePicker{run: "x", refs: []ckpt.Ref{{Epoch: 4}, {Epoch: 3, Step: 7}}, finished: stInterrupted}
 			return m
 		},
 	}

@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 
+	"resnetlab/ckpt"
 	"resnetlab/runner"
 )
 
@@ -17,8 +18,8 @@ type Options struct {
 	SpecFile    string           // the spec's path, for the resume hint once the runner has exited
 	Runs        []runner.RunInfo // every cell of the grid, in order
 	Events      <-chan runner.Event
-	Send        func(run string, c runner.Command)      // deliver a command to run ("": to the grid); must not block for long
-	Checkpoints func(run string) []runner.CheckpointRef // the run's saved checkpoints, in training order, for the r key
+	Send        func(run string, c runner.Command) // deliver a command to run ("": to the grid); must not block for long
+	Checkpoints func(run string) []ckpt.Ref        // the run's saved checkpoints, in training order, for the r key
 }
 
 // Messages of the root model.
@@ -27,7 +28,7 @@ type (
 	eventsClosedMsg struct{}
 	checkpointsMsg  struct {
 		run  string
-		refs []runner.CheckpointRef
+		refs []ckpt.Ref
 	}
 )
 

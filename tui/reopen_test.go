@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"resnetlab/ckpt"
 	"resnetlab/report"
 	"resnetlab/runner"
 )
@@ -58,7 +59,7 @@ func TestResumeFinishedRunAfterRunnerExited(t *testing.T) {
 	m = step(m, eventMsg{runner.RunStarted{Info: m.runs[0].info}})
 	m = step(m, eventMsg{runner.RunFinished{Run: id, Result: &report.Result{Status: "done"}}})
 	m = step(m, eventsClosedMsg{})
-	m = step(m, checkpointsMsg{run: id, refs: []runner.CheckpointRef{{Epoch: 4}, {Epoch: 2}}})
+	m = step(m, checkpointsMsg{run: id, refs: []ckpt.Ref{{Epoch: 4}, {Epoch: 2}}})
 	m = step(m, keyMsg("enter"))
 	if len(sent) != 0 {
 		t.Fatalf("sent %v to an exited runner", sent)
@@ -151,14 +152,14 @@ func TestGridLogIsNoRun(t *testing.T) {
 // first, and choosing one sends ResumeFrom with its step.
 func TestPickerListsMidEpochCheckpoints(t *testing.T) {
 	var sent []sentCmd
-	saved := []runner.CheckpointRef{{Epoch: 1}, {Epoch: 2, Step: 3}, {Epoch: 2}}
+	saved := []ckpt.Ref{{Epoch: 1}, {Epoch: 2, Step: 3}, {Epoch: 2}}
 	m := New(Options{Runs: testGrid()[:1],
 		Send:        func(run string, c runner.Command) { sent = append(sent, sentCmd{run, c}) },
-		Checkpoints: func(string) []runner.CheckpointRef { return saved }})
+		Checkpoints: func(string) []ckpt.Ref { return saved }})
 	id := m.runs[0].info.ID
 	m = step(m, eventMsg{runner.RunStarted{Info: m.runs[0].info}})
 	msg := m.loadCheckpoints(id)()
-	want := []runner.CheckpointRef{{Epoch: 2}, {Epoch: 2, Step: 3}, {Epoch: 1}}
+	want := []ckpt.Ref{{Epoch: 2}, {Epoch: 2, Step: 3}, {Epoch: 1}}
 	if got := msg.(checkpointsMsg).refs; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("picker order %v, want %v", got, want)
 	}

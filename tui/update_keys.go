@@ -6,6 +6,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"resnetlab/ckpt"
 	"resnetlab/runner"
 )
 
@@ -135,11 +136,11 @@ func (m *Model) checkpointNow(r *run) {
 func (m Model) loadCheckpoints(id string) tea.Cmd {
 	list := m.opts.Checkpoints
 	return func() tea.Msg {
-		var refs []runner.CheckpointRef
+		var refs []ckpt.Ref
 		if list != nil {
 			refs = slices.Clone(list(id))
 		}
-		slices.SortFunc(refs, runner.CompareCheckpointRefs)
+		slices.SortFunc(refs, ckpt.CompareRefs)
 		slices.Reverse(refs) // newest first: the usual choice
 		return checkpointsMsg{run: id, refs: slices.Compact(refs)}
 	}
@@ -172,7 +173,7 @@ func (m Model) onPickerKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 // (it trains again from epoch e to the end and its result is replaced);
 // once the runner has exited nothing can re-open it, so the notice says
 // how to resume from the command line instead.
-func (m *Model) resumeFrom(id string, ref runner.CheckpointRef) {
+func (m *Model) resumeFrom(id string, ref ckpt.Ref) {
 	r := m.runs[m.byID[id]]
 	switch {
 	case r.status.finished() && m.closed:

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 
+	"resnetlab/ckpt"
 	"resnetlab/data"
 	"resnetlab/runner"
 	"resnetlab/spec"
@@ -47,7 +48,7 @@ func (c *cli) cmdEval(ctx context.Context, args []string) int {
 	for i, a := range perClass {
 		fmt.Fprintf(c.stdout, "  %-12s %6.2f %%\n", names[i], 100*a)
 	}
-	model, _, _ := runner.CheckpointPaths(opts.CheckpointDir, opts.Epoch)
+	model, _, _ := ckpt.Paths(opts.CheckpointDir, opts.Epoch)
 	fmt.Fprintf(c.stdout, "scored %s (epoch %d) on %s\n", model, opts.Epoch, opts.Dataset)
 	return exitOK
 }
@@ -92,7 +93,7 @@ func (c *cli) completeEval(o *runner.EvalOptions, specPath string) error {
 		}
 	}
 	if o.Epoch == 0 {
-		epochs, err := runner.ListCheckpoints(o.CheckpointDir)
+		epochs, err := ckpt.List(o.CheckpointDir)
 		if err != nil {
 			return err
 		}
@@ -105,9 +106,9 @@ func (c *cli) completeEval(o *runner.EvalOptions, specPath string) error {
 		return err
 	}
 	if o.Dataset == "" {
-		model, _, _ := runner.CheckpointPaths(o.CheckpointDir, o.Epoch)
-		if _, meta, err := runner.ReadCheckpointMeta(model); err == nil {
-			o.Dataset, _ = runner.MetaString(meta, "dataset")
+		model, _, _ := ckpt.Paths(o.CheckpointDir, o.Epoch)
+		if _, meta, err := ckpt.ReadMeta(model); err == nil {
+			o.Dataset, _ = ckpt.MetaString(meta, "dataset")
 		}
 	}
 	return nil
@@ -116,11 +117,11 @@ func (c *cli) completeEval(o *runner.EvalOptions, specPath string) error {
 // checkEvalEpoch says which epochs dir holds when epoch's model is not
 // there (eval reads only model_E.pth).
 func checkEvalEpoch(dir string, epoch int) error {
-	model, _, _ := runner.CheckpointPaths(dir, epoch)
+	model, _, _ := ckpt.Paths(dir, epoch)
 	if _, err := os.Stat(model); !errors.Is(err, fs.ErrNotExist) {
 		return nil // present, or a problem the reader will name
 	}
-	have, err := runner.ListCheckpoints(dir)
+	have, err := ckpt.List(dir)
 	switch {
 	case err != nil:
 		return fmt.Errorf("-e %d: %w", epoch, err)

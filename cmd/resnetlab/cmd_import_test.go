@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"resnetlab/ckpt"
 	"resnetlab/kernels"
 	"resnetlab/kernels/cpu"
 	"resnetlab/model"
 	"resnetlab/model/torchfmt"
-	"resnetlab/runner"
 )
 
 // torchStateDict is a width-2 resnet18 state dict as torch would save it.
@@ -46,8 +46,8 @@ func TestImportExportCommands(t *testing.T) {
 	if !strings.Contains(out.String(), "resnetlab eval -c "+dir+" -e 4") {
 		t.Fatalf("import output %q does not say how to score it", out)
 	}
-	mp, _, _ := runner.CheckpointPaths(dir, 4)
-	_, meta, err := runner.ReadCheckpointMeta(mp)
+	mp, _, _ := ckpt.Paths(dir, 4)
+	_, meta, err := ckpt.ReadMeta(mp)
 	if err != nil || meta["dataset"] != "fashion-mnist" || meta["in_channels"] != 1.0 {
 		t.Fatalf("imported metadata %v (%v), want fashion-mnist with 1 input channel", meta, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"resnetlab/ckpt"
 	"resnetlab/report"
 	"resnetlab/runner"
 	"resnetlab/spec"
@@ -209,7 +210,7 @@ func (t *tee) summary() string {
 }
 
 // refFlag reads --resume's E or E@S.
-type refFlag struct{ ref *runner.CheckpointRef }
+type refFlag struct{ ref *ckpt.Ref }
 
 func (f refFlag) String() string {
 	if f.ref == nil || f.ref.IsZero() {
@@ -219,6 +220,6 @@ func (f refFlag) String() string {
 }
 
 func (f refFlag) Set(s string) (err error) {
-	*f.ref, err = runner.ParseCheckpointRef(s)
+	*f.ref, err = ckpt.ParseRef(s)
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"resnetlab/ckpt"
 	"resnetlab/report"
 	"resnetlab/runner"
 )
@@ -15,9 +16,9 @@ import (
 // saveCheckpoint writes the three files of one epoch.
 func saveCheckpoint(t *testing.T, dir string, epoch int, meta map[string]any) {
 	t.Helper()
-	m, o, s := runner.CheckpointPaths(dir, epoch)
+	m, o, s := ckpt.Paths(dir, epoch)
 	for _, p := range []string{m, o, s} {
-		if err := runner.WriteCheckpointFile(p, "model", meta, nil); err != nil {
+		if err := ckpt.WriteFile(p, "model", meta, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

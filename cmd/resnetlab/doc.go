@@ -4,6 +4,8 @@
 // prints errors as one line each and maps them to exit codes (errfmt.go);
 // the work itself is the runner's.
 //
-// Imports: main imports tui, runner, data (data fetch), kernels (the
-// profile tables of bench) and charmbracelet/x/term (is stdout a terminal).
+// Imports: main imports tui, runner, ckpt (checkpoint names for --resume
+// and eval), spec, report, comm (the launcher's rendezvous), fsutil, data
+// (data fetch), kernels (the profile tables of bench) and
+// charmbracelet/x/term (is stdout a terminal).
 package main

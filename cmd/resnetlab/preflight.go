@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"resnetlab/ckpt"
 	"resnetlab/runner"
 	"resnetlab/spec"
 )
@@ -44,12 +45,12 @@ func checkPaths(s *spec.Spec, cells []spec.Cell, opts runner.RunOptions) error {
 }
 
 // checkResume says why cell c cannot resume from checkpoint from, or nil.
-func checkResume(s *spec.Spec, c spec.Cell, from runner.CheckpointRef, fromFlag bool) error {
+func checkResume(s *spec.Spec, c spec.Cell, from ckpt.Ref, fromFlag bool) error {
 	where := s.Where("resume") + ": key `resume`"
 	if fromFlag {
 		where = fmt.Sprintf("--resume %s", from)
 	}
-	have, err := runner.ListCheckpointRefs(c.CheckpointDir)
+	have, err := ckpt.ListRefs(c.CheckpointDir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%s: run %s has no checkpoint directory %q (it is the spec's checkpoint = %q expanded)",
@@ -92,7 +93,7 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ", ")
 }
 
-func joinRefs(refs []runner.CheckpointRef) string {
+func joinRefs(refs []ckpt.Ref) string {
 	s := make([]string, len(refs))
 	for i, r := range refs {
 		s[i] = r.String()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"resnetlab/ckpt"
 	"resnetlab/runner"
 	"resnetlab/spec"
 )
@@ -56,9 +57,9 @@ func TestRunRefusesPathsItCannotUse(t *testing.T) {
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "ck")
 	for _, e := range []int{1, 2} { // a run with checkpoints of epochs 1 and 2
-		m, o, s := runner.CheckpointPaths(ck, e)
+		m, o, s := ckpt.Paths(ck, e)
 		for _, p := range []string{m, o, s} {
-			if err := runner.WriteCheckpointFile(p, "model", nil, nil); err != nil {
+			if err := ckpt.WriteFile(p, "model", nil, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -299,7 +300,7 @@ func TestInterruptCheckpointsAndExits130(t *testing.T) {
 		t.Fatalf("stderr %q", &stderr)
 	}
 	ck := filepath.Join(dir, "ck")
-	have, err := runner.ListCheckpointRefs(ck)
+	have, err := ckpt.ListRefs(ck)
 	if err != nil || len(have) != 1 || have[0].Epoch < 2 || have[0].Step == 0 {
 		t.Fatalf("checkpoints %v (%v), want one mid-epoch save of the epoch in progress (>= 2)", have, err)
 	}
@@ -311,12 +312,12 @@ func TestInterruptCheckpointsAndExits130(t *testing.T) {
 	}
 	m, o, s := have[0].Paths(ck)
 	for _, p := range []string{m, o, s} {
-		meta, _, err := runner.ReadCheckpointFile(p, "")
+		meta, _, err := ckpt.ReadFile(p, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := runner.MetaInt(meta, "epoch")
-		st, serr := runner.MetaInt(meta, "step")
+		e, err := ckpt.MetaInt(meta, "epoch")
+		st, serr := ckpt.MetaInt(meta, "step")
 		if err != nil || serr != nil || e != have[0].Epoch || st != have[0].Step {
 			t.Fatalf("%s: epoch %d step %d (%v, %v), want %s", p, e, st, err, serr, have[0])
 		}

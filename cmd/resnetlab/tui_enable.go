@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"resnetlab/ckpt"
 	"resnetlab/runner"
 	"resnetlab/spec"
 	"resnetlab/tui"
@@ -44,8 +45,8 @@ func tuiOptions(sp *spec.Spec, cells []spec.Cell, events <-chan runner.Event,
 			default:
 			}
 		},
-		Checkpoints: func(run string) []runner.CheckpointRef {
-			refs, _ := runner.ListCheckpointRefs(dirs[run])
+		Checkpoints: func(run string) []ckpt.Ref {
+			refs, _ := ckpt.ListRefs(dirs[run])
 			return refs
 		},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"resnetlab/ckpt"
 	"resnetlab/runner"
 	"resnetlab/spec"
 )
@@ -24,7 +25,7 @@ func TestTUIOptions(t *testing.T) {
 	if len(o.Runs) != 2 || o.Runs[1].ID != "gemini-fp16-1" || o.Runs[1].Epochs != 80 || o.Runs[1].CheckpointDir != dir {
 		t.Fatalf("runs %+v", o.Runs)
 	}
-	if got := o.Checkpoints("gemini-fp16-1"); len(got) != 1 || got[0] != (runner.CheckpointRef{Epoch: 5}) {
+	if got := o.Checkpoints("gemini-fp16-1"); len(got) != 1 || got[0] != (ckpt.Ref{Epoch: 5}) {
 		t.Fatalf("checkpoints %v", got)
 	}
 	if got := o.Checkpoints("torch_ddp-fp32-1"); len(got) != 0 {

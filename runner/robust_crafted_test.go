@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"resnetlab/ckpt"
 	"resnetlab/model/torchfmt"
 )
 
@@ -42,7 +43,7 @@ func TestCraftedCheckpointMetadataRefused(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		copyDir(t, src, dir)
-		mp, _, _ := CheckpointPaths(dir, 1)
+		mp, _, _ := ckpt.Paths(dir, 1)
 		setMeta(t, mp, "model", c.key, c.val)
 		prefix := "checkpoint " + mp + ": "
 		check := func(what string, err error) {
@@ -59,7 +60,7 @@ func TestCraftedCheckpointMetadataRefused(t *testing.T) {
 		_, _, err := Eval(context.Background(), EvalOptions{CheckpointDir: dir, Epoch: 1, Device: "cpu"})
 		check("eval", err)
 		check("export", ExportModel(dir, 1, "", filepath.Join(t.TempDir(), "m.safetensors")))
-		_, err = loadCheckpoint(dir, CheckpointRef{Epoch: 1})
+		_, err = ckpt.Load(dir, ckpt.Ref{Epoch: 1})
 		check("resume", err)
 	}
 }
@@ -68,8 +69,8 @@ func TestCraftedCheckpointMetadataRefused(t *testing.T) {
 func TestCraftedCheckpointTensorsRefused(t *testing.T) {
 	dir := t.TempDir()
 	writeTestCheckpoint(t, dir, 1, testStateDict(t, 2, 1), syntheticMeta(2))
-	_, op, _ := CheckpointPaths(dir, 1)
-	meta, ts, err := ReadCheckpointFile(op, "optimizer")
+	_, op, _ := ckpt.Paths(dir, 1)
+	meta, ts, err := ckpt.ReadFile(op, "optimizer")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,10 +79,10 @@ func TestCraftedCheckpointTensorsRefused(t *testing.T) {
 			ts[i].Shape, ts[i].F32 = []int{3}, ts[i].F32[:3]
 		}
 	}
-	if err := WriteCheckpointFile(op, "optimizer", meta, ts); err != nil {
+	if err := ckpt.WriteFile(op, "optimizer", meta, ts); err != nil {
 		t.Fatal(err)
 	}
-	_, err = loadCheckpoint(dir, CheckpointRef{Epoch: 1})
+	_, err = ckpt.Load(dir, ckpt.Ref{Epoch: 1})
 	want := "checkpoint " + op + `: tensor "state.0.exp_avg" has 3 values and "state.0.exp_avg_sq" 294, want 294`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got  %v\nwant %s", err, want)

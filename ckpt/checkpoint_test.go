@@ -1,4 +1,4 @@
-package runner
+package ckpt
 
 import (
 	"crypto/sha256"
@@ -11,12 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"resnetlab/fsutil"
 	"strings"
 	"testing"
 )
 
-func sampleTensors() []TensorEntry {
-	return []TensorEntry{
+func sampleTensors() []Tensor {
+	return []Tensor{
 		{Name: "conv1.weight", DType: DTypeF32, Shape: []int{2, 1, 2, 2},
 			F32: []float32{1, -2, 3.5, 1e-30, float32(math.Inf(-1)), 0, -0.125, 7}},
 		{Name: "bn1.weight", DType: DTypeF16, Shape: []int{3}, F32: []float32{0.5, -1.25, 65504}},
@@ -33,7 +34,7 @@ func sampleMeta() map[string]any {
 func writeSample(t *testing.T) (string, []byte) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sub", "model_5.pth")
-	if err := WriteCheckpointFile(path, "model", sampleMeta(), sampleTensors()); err != nil {
+	if err := WriteFile(path, "model", sampleMeta(), sampleTensors()); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -45,7 +46,7 @@ func writeSample(t *testing.T) (string, []byte) {
 
 func TestCheckpointRoundTrip(t *testing.T) {
 	path, _ := writeSample(t)
-	meta, ts, err := ReadCheckpointFile(path, "model")
+	meta, ts, err := ReadFile(path, "model")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,14 +75,14 @@ func TestCheckpointRoundTrip(t *testing.T) {
 
 func TestCheckpointNarrowRounding(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.pth")
-	in := []TensorEntry{
+	in := []Tensor{
 		{Name: "h", DType: DTypeF16, Shape: []int{2}, F32: []float32{1 + 1.0/4096, 1e6}},
 		{Name: "b", DType: DTypeBF16, Shape: []int{1}, F32: []float32{1 + 1.0/256 + 1.0/1024}},
 	}
-	if err := WriteCheckpointFile(path, "optimizer", nil, in); err != nil {
+	if err := WriteFile(path, "optimizer", nil, in); err != nil {
 		t.Fatal(err)
 	}
-	meta, ts, err := ReadCheckpointFile(path, "optimizer")
+	meta, ts, err := ReadFile(path, "optimizer")
 	if err != nil || len(meta) != 0 {
 		t.Fatal(meta, err)
 	}
@@ -117,7 +118,7 @@ func TestCheckpointLayout(t *testing.T) {
 	b = append(b, sum[:]...)
 
 	path := filepath.Join(t.TempDir(), "lr_scheduler_3.pth")
-	err := WriteCheckpointFile(path, "lr_scheduler", map[string]any{"epoch": 3}, []TensorEntry{
+	err := WriteFile(path, "lr_scheduler", map[string]any{"epoch": 3}, []Tensor{
 		{Name: "a", DType: DTypeF16, Shape: []int{2}, F32: []float32{1, -2}},
 		{Name: "n", DType: DTypeI64, Shape: []int{}, I64: []int64{42}},
 	})
@@ -133,8 +134,8 @@ func TestCheckpointLayout(t *testing.T) {
 func TestCheckpointTruncatedEverywhere(t *testing.T) {
 	_, full := writeSample(t)
 	for n := 0; n < len(full); n++ {
-		_, _, err := DecodeCheckpoint(full[:n], "model")
-		if !errors.Is(err, ErrCheckpointTruncated) {
+		_, _, err := Decode(full[:n], "model")
+		if !errors.Is(err, ErrTruncated) {
 			t.Fatalf("truncated to %d bytes: got %v, want a truncation error", n, err)
 		}
 		if !strings.Contains(err.Error(), "while reading") || !strings.Contains(err.Error(), "byte") {
@@ -143,7 +144,7 @@ func TestCheckpointTruncatedEverywhere(t *testing.T) {
 	}
 	header, _, _ := encodeHeader("model", sampleMeta(), sampleTensors())
 	cut := len(header) + 10 // inside the first tensor's 32 data bytes
-	_, _, err := DecodeCheckpoint(full[:cut], "")
+	_, _, err := Decode(full[:cut], "")
 	want := fmt.Sprintf("truncated: file ends at byte %d while reading the data of tensor \"conv1.weight\" "+
 		"(shape [2 1 2 2], f32) (32 bytes needed from byte %d, 10 left); the header declares %d bytes",
 		cut, len(header), len(full))
@@ -157,20 +158,20 @@ func TestCheckpointByteFlips(t *testing.T) {
 	for i := range full {
 		b := append([]byte(nil), full...)
 		b[i] ^= 0x10
-		_, _, err := DecodeCheckpoint(b, "model")
+		_, _, err := Decode(b, "model")
 		var want error
 		switch {
 		case i < 8:
-			want = ErrCheckpointMagic
+			want = ErrMagic
 		case i < 12:
-			want = ErrCheckpointVersion
+			want = ErrVersion
 		case i < 20: // the length field: the file no longer matches it
-			if !errors.Is(err, ErrCheckpointTruncated) && !errors.Is(err, ErrCheckpointCorrupt) {
+			if !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("flip at %d (length field): %v", i, err)
 			}
 			continue
 		default:
-			want = ErrCheckpointChecksum
+			want = ErrChecksum
 		}
 		if !errors.Is(err, want) {
 			t.Fatalf("flip at byte %d: got %v, want %v", i, err, want)
@@ -180,25 +181,25 @@ func TestCheckpointByteFlips(t *testing.T) {
 
 func TestCheckpointOtherErrors(t *testing.T) {
 	path, full := writeSample(t)
-	if _, _, err := ReadCheckpointFile(path, "optimizer"); !errors.Is(err, ErrCheckpointKind) ||
+	if _, _, err := ReadFile(path, "optimizer"); !errors.Is(err, ErrKind) ||
 		!strings.Contains(err.Error(), `holds "model", want "optimizer"`) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("wrong kind: %v", err)
 	}
 	bad := append([]byte("PK\x03\x04pytorch"), full[12:]...)
-	if _, _, err := DecodeCheckpoint(bad, ""); !errors.Is(err, ErrCheckpointMagic) {
+	if _, _, err := Decode(bad, ""); !errors.Is(err, ErrMagic) {
 		t.Fatalf("bad magic: %v", err)
 	}
 	v2 := append([]byte(nil), full...)
 	binary.LittleEndian.PutUint32(v2[8:], 3)
-	if _, _, err := DecodeCheckpoint(v2, ""); !errors.Is(err, ErrCheckpointVersion) ||
+	if _, _, err := Decode(v2, ""); !errors.Is(err, ErrVersion) ||
 		!strings.Contains(err.Error(), "unsupported format version 3 (this build reads versions 1 to 2)") {
 		t.Fatalf("version: %v", err)
 	}
-	if _, _, err := DecodeCheckpoint(append(full, 0), ""); !errors.Is(err, ErrCheckpointCorrupt) {
+	if _, _, err := Decode(append(full, 0), ""); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("trailing byte: %v", err)
 	}
 	missing := filepath.Join(t.TempDir(), "model_1.pth")
-	if _, _, err := ReadCheckpointFile(missing, "model"); !errors.Is(err, fs.ErrNotExist) ||
+	if _, _, err := ReadFile(missing, "model"); !errors.Is(err, fs.ErrNotExist) ||
 		!strings.Contains(err.Error(), missing+": file not found") {
 		t.Fatalf("missing: %v", err)
 	}
@@ -206,7 +207,7 @@ func TestCheckpointOtherErrors(t *testing.T) {
 
 func TestCheckpointWriteValidation(t *testing.T) {
 	dir := t.TempDir()
-	cases := map[string][]TensorEntry{
+	cases := map[string][]Tensor{
 		"appears twice":   {{Name: "a", DType: DTypeF32, Shape: []int{1}, F32: []float32{1}}, {Name: "a", DType: DTypeF32, Shape: []int{1}, F32: []float32{1}}},
 		"needs 6 f32":     {{Name: "a", DType: DTypeF32, Shape: []int{2, 3}, F32: []float32{1}}},
 		"unknown dtype":   {{Name: "a", DType: "fp32", Shape: []int{1}, F32: []float32{1}}},
@@ -216,12 +217,12 @@ func TestCheckpointWriteValidation(t *testing.T) {
 		"has 9 dims (at ": {{Name: "a", DType: DTypeF32, Shape: []int{1, 1, 1, 1, 1, 1, 1, 1, 1}, F32: []float32{1}}},
 	}
 	for frag, ts := range cases {
-		err := WriteCheckpointFile(filepath.Join(dir, "m.pth"), "model", nil, ts)
+		err := WriteFile(filepath.Join(dir, "m.pth"), "model", nil, ts)
 		if err == nil || !strings.Contains(err.Error(), frag) {
 			t.Errorf("want error containing %q, got %v", frag, err)
 		}
 	}
-	if err := WriteCheckpointFile(filepath.Join(dir, "m.pth"), "model", map[string]any{"x": math.NaN()}, nil); err == nil {
+	if err := WriteFile(filepath.Join(dir, "m.pth"), "model", map[string]any{"x": math.NaN()}, nil); err == nil {
 		t.Error("NaN metadata must be rejected")
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -232,7 +233,7 @@ func TestCheckpointWriteValidation(t *testing.T) {
 func TestAtomicWriteKeepsOldFile(t *testing.T) {
 	path, full := writeSample(t)
 	boom := errors.New("disk on fire")
-	err := writeFileAtomic(path, func(w io.Writer) error {
+	err := fsutil.WriteFileAtomic(path, func(w io.Writer) error {
 		w.Write(make([]byte, 3<<20)) // more than the buffer: reaches the temp file
 		return boom
 	})
@@ -247,11 +248,11 @@ func TestAtomicWriteKeepsOldFile(t *testing.T) {
 		t.Fatalf("temporary files left behind: %v", entries)
 	}
 	// Invalid tensors fail before anything is written.
-	bad := []TensorEntry{{Name: "a", DType: DTypeF32, Shape: []int{2}}}
-	if err := WriteCheckpointFile(path, "model", nil, bad); err == nil {
+	bad := []Tensor{{Name: "a", DType: DTypeF32, Shape: []int{2}}}
+	if err := WriteFile(path, "model", nil, bad); err == nil {
 		t.Fatal("want an error")
 	}
-	if _, _, err := ReadCheckpointFile(path, "model"); err != nil {
+	if _, _, err := ReadFile(path, "model"); err != nil {
 		t.Fatalf("old checkpoint no longer reads: %v", err)
 	}
 }
@@ -266,7 +267,7 @@ func TestAtomicWriteReadOnlyDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Chmod(dir, 0o755)
-	err := WriteCheckpointFile(path, "model", nil, nil)
+	err := WriteFile(path, "model", nil, nil)
 	if err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("want an error naming the file, got %v", err)
 	}
@@ -277,7 +278,7 @@ func TestAtomicWriteReadOnlyDir(t *testing.T) {
 
 func TestCheckpointPathsAndList(t *testing.T) {
 	dir := t.TempDir()
-	m, o, s := CheckpointPaths(dir, 80)
+	m, o, s := Paths(dir, 80)
 	if m != filepath.Join(dir, "model_80.pth") || o != filepath.Join(dir, "optimizer_80.pth") ||
 		s != filepath.Join(dir, "lr_scheduler_80.pth") {
 		t.Fatalf("paths %s %s %s", m, o, s)
@@ -290,24 +291,24 @@ func TestCheckpointPathsAndList(t *testing.T) {
 		}
 	}
 	for _, e := range []int{15, 5, 100} {
-		a, b, c := CheckpointPaths("", e)
+		a, b, c := Paths("", e)
 		touch(a, b, c)
 	}
 	touch("model_10.pth", "optimizer_10.pth", "model_05.pth", "optimizer_05.pth", "lr_scheduler_05.pth",
 		"model_20.pth.tmp-123", "model_x.pth")
 	os.Mkdir(filepath.Join(dir, "model_30.pth"), 0o755)
-	got, err := ListCheckpoints(dir)
+	got, err := List(dir)
 	if err != nil || !reflect.DeepEqual(got, []int{5, 15, 100}) {
-		t.Fatalf("ListCheckpoints = %v, %v", got, err)
+		t.Fatalf("List = %v, %v", got, err)
 	}
-	if _, err := ListCheckpoints(filepath.Join(dir, "nope")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := List(filepath.Join(dir, "nope")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing dir: %v", err)
 	}
 }
 
 func TestReadCheckpointMeta(t *testing.T) {
 	path, full := writeSample(t)
-	kind, meta, err := ReadCheckpointMeta(path)
+	kind, meta, err := ReadMeta(path)
 	if err != nil || kind != "model" || meta["plugin"] != "gemini" || meta["epoch"] != 5.0 {
 		t.Fatalf("got %q %v %v", kind, meta, err)
 	}
@@ -316,19 +317,19 @@ func TestReadCheckpointMeta(t *testing.T) {
 	cutAt := len(header) - tensorTableLen(sampleTensors()) - 4
 	for _, n := range []int{0, 10, 23, 30, cutAt - 1} {
 		os.WriteFile(path, full[:n], 0o644)
-		if _, _, err := ReadCheckpointMeta(path); !errors.Is(err, ErrCheckpointTruncated) {
+		if _, _, err := ReadMeta(path); !errors.Is(err, ErrTruncated) {
 			t.Fatalf("cut at %d: %v", n, err)
 		}
 	}
 	os.WriteFile(path, full[:cutAt], 0o644)
-	if _, _, err := ReadCheckpointMeta(path); err != nil {
+	if _, _, err := ReadMeta(path); err != nil {
 		t.Fatalf("cut after the metadata: %v", err)
 	}
 	os.WriteFile(path, []byte("PK\x03\x04 a zip file, as torch.save writes"), 0o644)
-	if _, _, err := ReadCheckpointMeta(path); !errors.Is(err, ErrCheckpointMagic) {
+	if _, _, err := ReadMeta(path); !errors.Is(err, ErrMagic) {
 		t.Fatalf("zip: %v", err)
 	}
-	if _, _, err := ReadCheckpointMeta(path + ".none"); !errors.Is(err, fs.ErrNotExist) {
+	if _, _, err := ReadMeta(path + ".none"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing: %v", err)
 	}
 }

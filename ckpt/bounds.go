@@ -1,4 +1,4 @@
-package runner
+package ckpt
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"resnetlab/data"
 	"resnetlab/kernels"
 	"resnetlab/model"
+	"resnetlab/spec"
 )
 
 // Checkpoint metadata is input: a file may be crafted. Every field that
@@ -26,14 +27,14 @@ type metaBound struct {
 var ckptMetaBounds = []metaBound{
 	{"width", 1, model.MaxWidth, true},
 	{"num_classes", 1, 1 << 20, true}, // then: one of the data sets' class counts
-	{"epoch", 1, maxEpochs, false},
-	{"steps_per_epoch", 0, maxImages, false},
-	{"synthetic_test", 0, maxImages, false}, // 0: not recorded (an import)
+	{"epoch", 1, spec.MaxEpochs, false},
+	{"steps_per_epoch", 0, spec.MaxImages, false},
+	{"synthetic_test", 0, spec.MaxImages, false}, // 0: not recorded (an import)
 }
 
-// checkModelMeta validates a model file's metadata and returns the model
+// CheckModelMeta validates a model file's metadata and returns the model
 // configuration it describes. Errors name the file, the key and the value.
-func checkModelMeta(path string, meta map[string]any) (model.Config, error) {
+func CheckModelMeta(path string, meta map[string]any) (model.Config, error) {
 	cfg := model.Config{DType: kernels.F32}
 	vals := map[string]int{}
 	for _, b := range ckptMetaBounds {
@@ -56,9 +57,9 @@ func checkModelMeta(path string, meta map[string]any) (model.Config, error) {
 	if in != 1 && in != 3 {
 		return cfg, fmt.Errorf("checkpoint %s: metadata \"in_channels\" = %d (want 1 or 3)", path, in)
 	}
-	if c := vals["num_classes"]; !slices.Contains(datasetClassCounts(), c) {
+	if c := vals["num_classes"]; !slices.Contains(DatasetClassCounts(), c) {
 		return cfg, fmt.Errorf("checkpoint %s: metadata \"num_classes\" = %d (want %s, the class count of a data set)",
-			path, c, joinInts(datasetClassCounts()))
+			path, c, JoinInts(DatasetClassCounts()))
 	}
 	if err := checkStep(path, meta, vals); err != nil {
 		return cfg, err
@@ -86,14 +87,14 @@ func checkStep(path string, meta map[string]any, vals map[string]int) error {
 	return nil
 }
 
-// datasetClassCounts are the class counts of the data sets resnetlab knows.
-func datasetClassCounts() []int {
+// DatasetClassCounts are the class counts of the data sets resnetlab knows.
+func DatasetClassCounts() []int {
 	cs := []int{len(data.CIFAR10Classes), len(data.FashionMNISTClasses), len(data.SyntheticClasses)}
 	slices.Sort(cs)
 	return slices.Compact(cs)
 }
 
-func joinInts(v []int) string {
+func JoinInts(v []int) string {
 	s := make([]string, len(v))
 	for i, x := range v {
 		s[i] = fmt.Sprint(x)
@@ -101,13 +102,13 @@ func joinInts(v []int) string {
 	return strings.Join(s, " or ")
 }
 
-// checkStateShapes compares sd with the state dict of a cfg model before
+// CheckStateShapes compares sd with the state dict of a cfg model before
 // the model is built: a key present with another shape is refused, and so
 // is a file holding less than half the values the model would allocate (a
 // crafted width, or an import whose conv1/fc imply a far larger model).
 // Missing and unexpected keys of a file that passes are left to
 // LoadStateDict, which lists them all.
-func checkStateShapes(cfg model.Config, sd []model.NamedTensor) error {
+func CheckStateShapes(cfg model.Config, sd []model.NamedTensor) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -137,9 +138,9 @@ func checkStateShapes(cfg model.Config, sd []model.NamedTensor) error {
 	return nil
 }
 
-// configParamLens is the element count of each parameter of a cfg model, in
+// ParamLens is the element count of each parameter of a cfg model, in
 // state-dict order (BN running statistics and counters are buffers).
-func configParamLens(cfg model.Config) []int {
+func ParamLens(cfg model.Config) []int {
 	var lens []int
 	for _, e := range model.StateShapes(cfg) {
 		if strings.HasSuffix(e.Name, ".running_mean") || strings.HasSuffix(e.Name, ".running_var") ||

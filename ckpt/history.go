@@ -1,10 +1,9 @@
-package runner
+package ckpt
 
 import (
 	"math"
 
 	"resnetlab/report"
-	"resnetlab/spec"
 )
 
 // A checkpoint carries the run's per-epoch results so far (in the
@@ -55,7 +54,7 @@ func historyFromMeta(v any) []report.EpochResult {
 
 // partialFromMeta reads the "partial_epoch" entry; anything else gives nil
 // (like the history, it is a report, never needed to train).
-func partialFromMeta(v any) *partialEpoch {
+func partialFromMeta(v any) *PartialEpoch {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil
@@ -66,14 +65,5 @@ func partialFromMeta(v any) *partialEpoch {
 	if !okl || !oks || err != nil || steps < 0 {
 		return nil
 	}
-	return &partialEpoch{LossSum: loss, Steps: steps, Seconds: secs}
+	return &PartialEpoch{LossSum: loss, Steps: steps, Seconds: secs}
 }
-
-// The checkpoint code (ckpt*.go) names these unqualified; they are spec's
-// and report's, spelt here so that code need not change with the move.
-type EpochResult = report.EpochResult
-
-const (
-	maxEpochs = spec.MaxEpochs
-	maxImages = spec.MaxImages
-)

@@ -1,4 +1,4 @@
-package runner
+package ckpt
 
 import (
 	"errors"
@@ -8,10 +8,11 @@ import (
 	"slices"
 	"strings"
 
+	"resnetlab/data"
 	"resnetlab/model"
 )
 
-// checkModelFits reports in one line why the model state sd, read from the
+// CheckModelFits reports in one line why the model state sd, read from the
 // checkpoint of epoch in dir, cannot load into m: the first parameter
 // whose shape differs with both shapes, how many others differ, and the
 // settings (width, in_channels, classes) the checkpoint was saved with next
@@ -19,7 +20,7 @@ import (
 // sd; the full load then checks buffers, counters and missing keys.
 // Without it a width-4 checkpoint resumed into a width-8 spec prints one
 // line per mismatched key (over a hundred).
-func checkModelFits(dir string, ref CheckpointRef, sd []model.NamedTensor, m *model.ResNet, run ckptMeta) error {
+func CheckModelFits(dir string, ref Ref, sd []model.NamedTensor, m *model.ResNet, run Meta) error {
 	have := make(map[string][]int, len(sd))
 	for _, nt := range sd {
 		have[nt.Name] = nt.Shape
@@ -53,8 +54,8 @@ func checkModelFits(dir string, ref CheckpointRef, sd []model.NamedTensor, m *mo
 
 // settingsDiff names the model settings that differ between the checkpoint
 // file's metadata and the run, with the spec key that fixes each.
-func settingsDiff(path string, run ckptMeta) string {
-	_, meta, err := ReadCheckpointMeta(path)
+func settingsDiff(path string, run Meta) string {
+	_, meta, err := ReadMeta(path)
 	if err != nil {
 		return ""
 	}
@@ -81,30 +82,30 @@ func settingsDiff(path string, run ckptMeta) string {
 		strings.Join(diffs, "; "), strings.Join(fixes, " and "))
 }
 
-// checkSameSnapshot makes sure the three files of epoch's checkpoint in dir
+// CheckSameSnapshot makes sure the three files of epoch's checkpoint in dir
 // were written by one save. Two runs writing one directory, or a crash
-// while a checkpoint is overwritten (saveCheckpoint writes optimizer,
+// while a checkpoint is overwritten (Save writes optimizer,
 // scheduler and model one after the other), can leave a new
 // optimizer_E.pth next to an old model_E.pth; resuming from such a mix
 // would silently pair weights with another moment's Adam state. Files of
 // format version 2 carry the save's "save_id", which must be the same in
 // all three; version-1 files lack it and are compared by "epoch", "step"
 // and "steps_per_epoch" only.
-func checkSameSnapshot(dir string, ref CheckpointRef) error {
+func CheckSameSnapshot(dir string, ref Ref) error {
 	mp, op, sp := ref.Paths(dir)
-	return checkSameSave(dir, ref, mp, []string{op, sp}, false)
+	return CheckSameSave(dir, ref, mp, []string{op, sp}, false)
 }
 
-// checkSameSave compares the metadata of model file mp with each of
+// CheckSameSave compares the metadata of model file mp with each of
 // others; with skipMissing an absent other file is not compared (eval
 // needs only the model).
-func checkSameSave(dir string, ref CheckpointRef, mp string, others []string, skipMissing bool) error {
-	_, want, err := ReadCheckpointMeta(mp)
+func CheckSameSave(dir string, ref Ref, mp string, others []string, skipMissing bool) error {
+	_, want, err := ReadMeta(mp)
 	if err != nil {
 		return err
 	}
 	for _, p := range others {
-		_, meta, err := ReadCheckpointMeta(p)
+		_, meta, err := ReadMeta(p)
 		if skipMissing && errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -119,7 +120,7 @@ func checkSameSave(dir string, ref CheckpointRef, mp string, others []string, sk
 }
 
 // sameSave is the error for files mp and p of two saves, or nil.
-func sameSave(dir string, ref CheckpointRef, mp string, want map[string]any, p string, meta map[string]any) error {
+func sameSave(dir string, ref Ref, mp string, want map[string]any, p string, meta map[string]any) error {
 	mix := func(what string) error {
 		return fmt.Errorf("checkpoint of %s in %s is a mix of two saves: %s (a save was interrupted, "+
 			"or two runs wrote this directory; resume from another checkpoint: %s)",
@@ -153,15 +154,68 @@ func orNone(id string, err error) string {
 
 // otherCheckpoints lists the checkpoints of dir other than ref, for
 // messages.
-func otherCheckpoints(dir string, ref CheckpointRef) string {
-	have, _ := ListCheckpointRefs(dir)
-	return orNoneList(slices.DeleteFunc(have, func(r CheckpointRef) bool { return r == ref }))
+func otherCheckpoints(dir string, ref Ref) string {
+	have, _ := ListRefs(dir)
+	return orNoneList(slices.DeleteFunc(have, func(r Ref) bool { return r == ref }))
 }
 
 // orNoneList is refs for a message, or "there is none".
-func orNoneList(refs []CheckpointRef) string {
+func orNoneList(refs []Ref) string {
 	if len(refs) == 0 {
 		return "there is none"
 	}
-	return joinRefs(refs)
+	return JoinRefs(refs)
+}
+
+// CheckSameModel compares the model settings recorded in epoch's
+// model_E.pth with the run's: width, in_channels, num_classes and the data
+// set. Keys the file lacks are not compared (a checkpoint imported from
+// another program). The error names the file, every key that differs with
+// both values, and the spec settings that would match the checkpoint.
+func CheckSameModel(dir string, ref Ref, run Meta) error {
+	path, _, _ := ref.Paths(dir)
+	_, meta, err := ReadMeta(path)
+	if err != nil {
+		return err
+	}
+	var diffs, fixes []string
+	for _, k := range []struct {
+		key, spec string
+		want      int
+	}{
+		{"width", "width", run.Width},
+		{"in_channels", "in_channels", run.InChannels},
+		{"num_classes", "", run.Classes},
+	} {
+		got, err := MetaInt(meta, k.key)
+		if err != nil || got == k.want {
+			continue
+		}
+		diffs = append(diffs, fmt.Sprintf("%s is %d in the checkpoint and %d in this run", k.key, got, k.want))
+		if k.spec != "" {
+			fixes = append(fixes, fmt.Sprintf("%s = %d", k.spec, got))
+		}
+	}
+	if got, err := MetaString(meta, "dataset"); err == nil && got != "" && canonicalData(got) != canonicalData(run.Dataset) {
+		diffs = append(diffs, fmt.Sprintf("dataset is %q in the checkpoint and %q in this run", got, run.Dataset))
+		fixes = append(fixes, fmt.Sprintf("dataset = %q", got))
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	fix := "resume = 0 to start afresh"
+	if len(fixes) > 0 {
+		fix = strings.Join(fixes, " and ") + " in the spec, or " + fix
+	}
+	return fmt.Errorf("resume from %s %s: checkpoint %s was saved for another model: %s (want %s)",
+		dir, ref.Describe(), path, strings.Join(diffs, "; "), fix)
+}
+
+// canonicalData is a data set's canonical name, or the name itself when it
+// is not one resnetlab knows.
+func canonicalData(name string) string {
+	if c, err := data.Canonical(name); err == nil {
+		return c
+	}
+	return name
 }

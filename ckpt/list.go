@@ -1,4 +1,4 @@
-package runner
+package ckpt
 
 import (
 	"encoding/binary"
@@ -10,12 +10,12 @@ import (
 	"resnetlab/fsutil"
 )
 
-// ListCheckpoints returns, in increasing order, the epochs whose end-of-
+// List returns, in increasing order, the epochs whose end-of-
 // epoch checkpoint has all three files in dir (mid-epoch saves are in
-// ListCheckpointRefs). A missing dir gives an error matching
+// ListRefs). A missing dir gives an error matching
 // fs.ErrNotExist.
-func ListCheckpoints(dir string) ([]int, error) {
-	refs, err := ListCheckpointRefs(dir)
+func List(dir string) ([]int, error) {
+	refs, err := ListRefs(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -55,10 +55,10 @@ func MetaString(meta map[string]any, key string) (string, error) {
 	return s, nil
 }
 
-// ReadCheckpointMeta reads only the kind and metadata of a checkpoint file
+// ReadMeta reads only the kind and metadata of a checkpoint file
 // (its header), without loading or verifying the tensors: for listings such
-// as a resume picker. ReadCheckpointFile does the full, checked read.
-func ReadCheckpointMeta(path string) (kind string, meta map[string]any, err error) {
+// as a resume picker. ReadFile does the full, checked read.
+func ReadMeta(path string) (kind string, meta map[string]any, err error) {
 	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"os"
+	"resnetlab/ckpt"
 	"strings"
 	"testing"
 )
@@ -20,11 +21,11 @@ func twoSaves(t *testing.T) (a, b string) {
 
 func saveIDOf(t *testing.T, path string) string {
 	t.Helper()
-	_, meta, err := ReadCheckpointMeta(path)
+	_, meta, err := ckpt.ReadMeta(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := MetaString(meta, "save_id")
+	id, err := ckpt.MetaString(meta, "save_id")
 	if err != nil || len(id) != 32 {
 		t.Fatalf("%s: save_id %q %v", path, id, err)
 	}
@@ -47,12 +48,12 @@ func copyFile(t *testing.T, from, to string) {
 // files and both save ids.
 func TestMixedSavesRefusedBySaveID(t *testing.T) {
 	a, b := twoSaves(t)
-	amp, aop, _ := CheckpointPaths(a, 1)
-	_, bop, _ := CheckpointPaths(b, 1)
+	amp, aop, _ := ckpt.Paths(a, 1)
+	_, bop, _ := ckpt.Paths(b, 1)
 	copyFile(t, bop, aop)
 	want := "checkpoint of epoch 1 in " + a + " is a mix of two saves: model_1.pth has save id " + saveIDOf(t, amp) +
 		", optimizer_1.pth has " + saveIDOf(t, bop) + " (a save was interrupted, or two runs wrote this directory"
-	if err := checkSameSnapshot(a, CheckpointRef{Epoch: 1}); err == nil || !strings.HasPrefix(err.Error(), want) {
+	if err := ckpt.CheckSameSnapshot(a, ckpt.Ref{Epoch: 1}); err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("resume check: got  %v\nwant %s...", err, want)
 	}
 	_, _, err := Eval(context.Background(), EvalOptions{CheckpointDir: a, Epoch: 1, Device: "cpu"})
@@ -65,12 +66,12 @@ func TestMixedSavesRefusedBySaveID(t *testing.T) {
 // version 1, no save_id.
 func asVersion1(t *testing.T, path, kind string) {
 	t.Helper()
-	meta, ts, err := ReadCheckpointFile(path, kind)
+	meta, ts, err := ckpt.ReadFile(path, kind)
 	if err != nil {
 		t.Fatal(err)
 	}
 	delete(meta, "save_id")
-	if err := WriteCheckpointFile(path, kind, meta, ts); err != nil {
+	if err := ckpt.WriteFile(path, kind, meta, ts); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -78,8 +79,8 @@ func asVersion1(t *testing.T, path, kind string) {
 		t.Fatal(err)
 	}
 	binary.LittleEndian.PutUint32(b[8:], 1)
-	sum := sha256.Sum256(b[:len(b)-checksumLen])
-	copy(b[len(b)-checksumLen:], sum[:])
+	sum := sha256.Sum256(b[:len(b)-sha256.Size])
+	copy(b[len(b)-sha256.Size:], sum[:])
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -91,14 +92,14 @@ func asVersion1(t *testing.T, path, kind string) {
 func TestVersion1CheckpointStillLoads(t *testing.T) {
 	dir := t.TempDir()
 	writeTestCheckpoint(t, dir, 1, testStateDict(t, 2, 1), syntheticMeta(2))
-	mp, op, sp := CheckpointPaths(dir, 1)
+	mp, op, sp := ckpt.Paths(dir, 1)
 	for path, kind := range map[string]string{mp: "model", op: "optimizer", sp: "lr_scheduler"} {
 		asVersion1(t, path, kind)
 	}
-	if _, err := loadCheckpoint(dir, CheckpointRef{Epoch: 1}); err != nil {
+	if _, err := ckpt.Load(dir, ckpt.Ref{Epoch: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkSameSnapshot(dir, CheckpointRef{Epoch: 1}); err != nil {
+	if err := ckpt.CheckSameSnapshot(dir, ckpt.Ref{Epoch: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := Eval(context.Background(), EvalOptions{CheckpointDir: dir, Epoch: 1, Device: "cpu"}); err != nil {
@@ -106,9 +107,9 @@ func TestVersion1CheckpointStillLoads(t *testing.T) {
 	}
 	other := t.TempDir()
 	writeTestCheckpoint(t, other, 1, testStateDict(t, 2, 1), syntheticMeta(2))
-	omp, _, _ := CheckpointPaths(other, 1)
+	omp, _, _ := ckpt.Paths(other, 1)
 	copyFile(t, omp, mp)
-	err := checkSameSnapshot(dir, CheckpointRef{Epoch: 1})
+	err := ckpt.CheckSameSnapshot(dir, ckpt.Ref{Epoch: 1})
 	want := "model_1.pth has save id " + saveIDOf(t, omp) + ", optimizer_1.pth has none"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v, want ...%s", err, want)

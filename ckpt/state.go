@@ -1,4 +1,4 @@
-package runner
+package ckpt
 
 import (
 	"crypto/sha256"
@@ -9,10 +9,10 @@ import (
 	"math"
 	"os"
 	"resnetlab/fsutil"
-	"strings"
 
 	"resnetlab/engine"
 	"resnetlab/model"
+	"resnetlab/report"
 )
 
 // Checkpoint contents. model_E.pth holds the full model (torchvision keys,
@@ -25,23 +25,23 @@ import (
 // steps done within that epoch (equal to "steps_per_epoch" at an epoch's
 // end; less for a checkpoint taken mid-epoch with the c key or Ctrl-C).
 
-// ckptMeta is the metadata every file of a checkpoint carries.
-type ckptMeta struct {
+// Meta is the metadata every file of a checkpoint carries.
+type Meta struct {
 	Epoch, Step, StepsPerEpoch int
 	Plugin, Precision          string
 	World, Width, InChannels   int
 	Classes                    int
 	Dataset                    string
 	SynTest, SynSeed           int // the synthetic set, so eval can rebuild it
-	History                    []EpochResult
+	History                    []report.EpochResult
 	// Partial is the epoch in progress of a mid-epoch checkpoint (nil at
 	// an epoch end): a resumed run reports that epoch's mean loss, time and
 	// images over all its steps, not only those after the resume.
-	Partial *partialEpoch
+	Partial *PartialEpoch
 }
 
-// partialEpoch is the running sums of an epoch interrupted at a step.
-type partialEpoch struct {
+// PartialEpoch is the running sums of an epoch interrupted at a step.
+type PartialEpoch struct {
 	LossSum float64
 	Steps   int
 	Seconds float64
@@ -49,14 +49,14 @@ type partialEpoch struct {
 
 // ref names the checkpoint these metadata are written under: an epoch's
 // end when Step is the whole epoch, else mid-epoch.
-func (m ckptMeta) ref() CheckpointRef {
+func (m Meta) Ref() Ref {
 	if m.Step >= m.StepsPerEpoch {
-		return CheckpointRef{Epoch: m.Epoch}
+		return Ref{Epoch: m.Epoch}
 	}
-	return CheckpointRef{Epoch: m.Epoch, Step: m.Step}
+	return Ref{Epoch: m.Epoch, Step: m.Step}
 }
 
-func (m ckptMeta) toMap() map[string]any {
+func (m Meta) toMap() map[string]any {
 	return map[string]any{
 		"epoch": m.Epoch, "step": m.Step, "steps_per_epoch": m.StepsPerEpoch,
 		"plugin": m.Plugin, "precision": m.Precision, "world_size": m.World,
@@ -67,10 +67,10 @@ func (m ckptMeta) toMap() map[string]any {
 }
 
 // modelEntries converts a state dict to checkpoint tensors.
-func modelEntries(sd []model.NamedTensor) []TensorEntry {
-	out := make([]TensorEntry, len(sd))
+func modelEntries(sd []model.NamedTensor) []Tensor {
+	out := make([]Tensor, len(sd))
 	for i, nt := range sd {
-		out[i] = TensorEntry{Name: nt.Name, Shape: nt.Shape, DType: DTypeF32, F32: nt.Data}
+		out[i] = Tensor{Name: nt.Name, Shape: nt.Shape, DType: DTypeF32, F32: nt.Data}
 		if nt.Int64 != nil {
 			out[i].DType, out[i].F32, out[i].I64 = DTypeI64, nil, nt.Int64
 		}
@@ -78,8 +78,8 @@ func modelEntries(sd []model.NamedTensor) []TensorEntry {
 	return out
 }
 
-// stateDictOf converts model checkpoint tensors back to a state dict.
-func stateDictOf(ts []TensorEntry) []model.NamedTensor {
+// StateDict converts model checkpoint tensors back to a state dict.
+func StateDict(ts []Tensor) []model.NamedTensor {
 	out := make([]model.NamedTensor, len(ts))
 	for i, t := range ts {
 		out[i] = model.NamedTensor{Name: t.Name, Shape: t.Shape, Data: t.F32, Int64: t.I64}
@@ -87,13 +87,13 @@ func stateDictOf(ts []TensorEntry) []model.NamedTensor {
 	return out
 }
 
-func optimizerEntries(st *engine.State) []TensorEntry {
-	ts := []TensorEntry{{Name: "step", DType: DTypeI64, Shape: []int{}, I64: []int64{int64(st.Step)}}}
+func optimizerEntries(st *engine.State) []Tensor {
+	ts := []Tensor{{Name: "step", DType: DTypeI64, Shape: []int{}, I64: []int64{int64(st.Step)}}}
 	for i := range st.ExpAvg {
 		n := len(st.ExpAvg[i])
 		ts = append(ts,
-			TensorEntry{Name: fmt.Sprintf("state.%d.exp_avg", i), DType: DTypeF32, Shape: []int{n}, F32: st.ExpAvg[i]},
-			TensorEntry{Name: fmt.Sprintf("state.%d.exp_avg_sq", i), DType: DTypeF32, Shape: []int{n}, F32: st.ExpAvgSq[i]})
+			Tensor{Name: fmt.Sprintf("state.%d.exp_avg", i), DType: DTypeF32, Shape: []int{n}, F32: st.ExpAvg[i]},
+			Tensor{Name: fmt.Sprintf("state.%d.exp_avg_sq", i), DType: DTypeF32, Shape: []int{n}, F32: st.ExpAvgSq[i]})
 	}
 	return ts
 }
@@ -101,12 +101,12 @@ func optimizerEntries(st *engine.State) []TensorEntry {
 // saveID ties the three files of one save together: a digest of the
 // training position and of every model and optimizer value, recorded as
 // "save_id" in all three, so files of two saves never pass for one
-// (checkSameSnapshot). A digest rather than a random id keeps the files
+// (CheckSameSnapshot). A digest rather than a random id keeps the files
 // of two bit-identical runs bit-identical.
-func saveID(st *engine.State, meta ckptMeta) string {
+func saveID(st *engine.State, meta Meta) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "epoch %d step %d of %d\n", meta.Epoch, meta.Step, meta.StepsPerEpoch)
-	for _, ts := range [][]TensorEntry{modelEntries(st.Model), optimizerEntries(st)} {
+	for _, ts := range [][]Tensor{modelEntries(st.Model), optimizerEntries(st)} {
 		for i := range ts {
 			hashTensor(h, &ts[i])
 		}
@@ -114,7 +114,7 @@ func saveID(st *engine.State, meta ckptMeta) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-func hashTensor(w io.Writer, t *TensorEntry) {
+func hashTensor(w io.Writer, t *Tensor) {
 	fmt.Fprintf(w, "%s %s %v\n", t.Name, t.DType, t.Shape)
 	buf := make([]byte, 0, 8*len(t.F32)+8*len(t.I64))
 	for _, v := range t.F32 {
@@ -127,15 +127,15 @@ func hashTensor(w io.Writer, t *TensorEntry) {
 }
 
 // modelMeta is model_E.pth's metadata.
-func modelMeta(meta ckptMeta, id string) map[string]any {
+func modelMeta(meta Meta, id string) map[string]any {
 	m := meta.toMap()
 	m["save_id"] = id
 	return m
 }
 
-// saveCheckpoint writes the three files of st; it returns their paths.
-func saveCheckpoint(dir string, st *engine.State, meta ckptMeta, sched model.MultiStepLR) ([]string, error) {
-	mp, op, sp := meta.ref().Paths(dir)
+// Save writes the three files of st; it returns their paths.
+func Save(dir string, st *engine.State, meta Meta, sched model.MultiStepLR) ([]string, error) {
+	mp, op, sp := meta.Ref().Paths(dir)
 	id := saveID(st, meta)
 	om := meta.toMap()
 	om["save_id"] = id
@@ -158,75 +158,75 @@ func saveCheckpoint(dir string, st *engine.State, meta ckptMeta, sched model.Mul
 		sm["partial_epoch"] = map[string]any{"loss_sum": p.LossSum, "steps": p.Steps, "seconds": p.Seconds}
 	}
 	// Model last: a reader that finds model_E.pth finds the other two.
-	if err := WriteCheckpointFile(op, "optimizer", om, optimizerEntries(st)); err != nil {
+	if err := WriteFile(op, "optimizer", om, optimizerEntries(st)); err != nil {
 		return nil, err
 	}
-	if err := WriteCheckpointFile(sp, "lr_scheduler", sm, nil); err != nil {
+	if err := WriteFile(sp, "lr_scheduler", sm, nil); err != nil {
 		return nil, err
 	}
-	if err := WriteCheckpointFile(mp, "model", modelMeta(meta, id), modelEntries(st.Model)); err != nil {
+	if err := WriteFile(mp, "model", modelMeta(meta, id), modelEntries(st.Model)); err != nil {
 		return nil, err
 	}
 	return []string{mp, op, sp}, nil
 }
 
-// loadedCheckpoint is a checkpoint read back from disk.
-type loadedCheckpoint struct {
-	state *engine.State
-	epoch int
-	step  int // steps done within epoch (== steps per epoch when complete)
-	spe   int
-	// history is the run's per-epoch results up to the checkpoint.
-	history []EpochResult
-	partial *partialEpoch // nil: none recorded (epoch end, or an older file)
+// Loaded is a checkpoint read back from disk.
+type Loaded struct {
+	State         *engine.State
+	Epoch         int
+	Step          int // steps done within Epoch (== StepsPerEpoch when complete)
+	StepsPerEpoch int
+	// History is the run's per-epoch results up to the checkpoint.
+	History []report.EpochResult
+	Partial *PartialEpoch // nil: none recorded (epoch end, or an older file)
 }
 
-// loadCheckpoint reads ref's three files from dir and checks they fit
+// Load reads ref's three files from dir and checks they fit
 // the run (same model shape; any world size or plugin may resume).
-func loadCheckpoint(dir string, ref CheckpointRef) (*loadedCheckpoint, error) {
+func Load(dir string, ref Ref) (*Loaded, error) {
 	mp, op, sp := ref.Paths(dir)
 	if _, err := os.Stat(mp); err != nil {
-		have, _ := ListCheckpointRefs(dir)
+		have, _ := ListRefs(dir)
 		return nil, fmt.Errorf("resume %s: no checkpoint %s (checkpoints in %s: %s)", ref, mp, dir, orNoneList(have))
 	}
-	meta, mts, err := ReadCheckpointFile(mp, "model")
+	meta, mts, err := ReadFile(mp, "model")
 	if err != nil {
 		return nil, err
 	}
-	om, ots, err := ReadCheckpointFile(op, "optimizer")
+	om, ots, err := ReadFile(op, "optimizer")
 	if err != nil {
 		return nil, err
 	}
-	sm, _, err := ReadCheckpointFile(sp, "lr_scheduler")
+	sm, _, err := ReadFile(sp, "lr_scheduler")
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := checkModelMeta(mp, meta)
+	cfg, err := CheckModelMeta(mp, meta)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkStateShapes(cfg, stateDictOf(mts)); err != nil {
+	if err := CheckStateShapes(cfg, StateDict(mts)); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", mp, err)
 	}
-	lc := &loadedCheckpoint{epoch: ref.Epoch, state: &engine.State{Model: stateDictOf(mts)},
-		history: historyFromMeta(sm["history"]), partial: partialFromMeta(sm["partial_epoch"])}
-	if lc.step, err = MetaInt(meta, "step"); err != nil {
+	lc := &Loaded{Epoch: ref.Epoch, State: &engine.State{Model: StateDict(mts)},
+		History: historyFromMeta(sm["history"]), Partial: partialFromMeta(sm["partial_epoch"])}
+	if lc.Step, err = MetaInt(meta, "step"); err != nil {
 		return nil, fmt.Errorf("%s: %w", mp, err)
 	}
-	if lc.spe, err = MetaInt(meta, "steps_per_epoch"); err != nil {
+	if lc.StepsPerEpoch, err = MetaInt(meta, "steps_per_epoch"); err != nil {
 		return nil, fmt.Errorf("%s: %w", mp, err)
 	}
-	if err := readOptimizer(op, om, ots, lc.state); err != nil {
+	if err := readOptimizer(op, om, ots, lc.State); err != nil {
 		return nil, err
 	}
-	if err := checkMoments(op, lc.state, configParamLens(cfg)); err != nil {
+	if err := checkMoments(op, lc.State, ParamLens(cfg)); err != nil {
 		return nil, err
 	}
 	return lc, nil
 }
 
-func readOptimizer(path string, meta map[string]any, ts []TensorEntry, st *engine.State) error {
-	byName := map[string]*TensorEntry{}
+func readOptimizer(path string, meta map[string]any, ts []Tensor, st *engine.State) error {
+	byName := map[string]*Tensor{}
 	for i := range ts {
 		byName[ts[i].Name] = &ts[i]
 	}
@@ -268,8 +268,8 @@ func checkMoments(path string, st *engine.State, lens []int) error {
 	return nil
 }
 
-// fileSHA256 is the hex digest of a file.
-func fileSHA256(path string) (string, error) {
+// FileSHA256 is the hex digest of a file.
+func FileSHA256(path string) (string, error) {
 	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return "", err
@@ -282,20 +282,17 @@ func fileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// modelDigest is the SHA-256 of the model file a checkpoint of st would
+// ModelDigest is the SHA-256 of the model file a checkpoint of st would
 // have, for runs that keep no checkpoints.
-func modelDigest(st *engine.State, meta ckptMeta) (string, error) {
+func ModelDigest(st *engine.State, meta Meta) (string, error) {
 	dir, err := os.MkdirTemp("", "resnetlab-digest-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	path, _, _ := meta.ref().Paths(dir)
-	if err := WriteCheckpointFile(path, "model", modelMeta(meta, saveID(st, meta)), modelEntries(st.Model)); err != nil {
+	path, _, _ := meta.Ref().Paths(dir)
+	if err := WriteFile(path, "model", modelMeta(meta, saveID(st, meta)), modelEntries(st.Model)); err != nil {
 		return "", err
 	}
-	return fileSHA256(path)
+	return FileSHA256(path)
 }
-
-// noCheckpoints reports whether a run keeps no checkpoint directory.
-func noCheckpoints(dir string) bool { return strings.TrimSpace(dir) == "" }

@@ -1,4 +1,4 @@
-package runner
+package ckpt
 
 import (
 	"crypto/sha256"
@@ -28,7 +28,7 @@ func FuzzReadCheckpoint(f *testing.F) {
 }
 
 func checkDecode(t *testing.T, b []byte) {
-	meta, ts, err := DecodeCheckpoint(b, "")
+	meta, ts, err := Decode(b, "")
 	if err != nil {
 		if meta != nil || ts != nil {
 			t.Fatalf("values returned with error %v", err)
@@ -60,7 +60,7 @@ func fixUp(b []byte) []byte {
 // one, a file with an absurd tensor count and one with absurd dims.
 func fuzzSeeds(tb testing.TB) [][]byte {
 	path := filepath.Join(tb.TempDir(), "m.pth")
-	if err := WriteCheckpointFile(path, "model", sampleMeta(), sampleTensors()); err != nil {
+	if err := WriteFile(path, "model", sampleMeta(), sampleTensors()); err != nil {
 		tb.Fatal(err)
 	}
 	valid, err := os.ReadFile(path)
@@ -80,7 +80,7 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 }
 
 // tensorTableLen is the size of the tensor table entries of ts.
-func tensorTableLen(ts []TensorEntry) int {
+func tensorTableLen(ts []Tensor) int {
 	n := 0
 	for _, t := range ts {
 		n += 4 + len(t.Name) + 2 + 8*len(t.Shape)
@@ -108,17 +108,17 @@ func TestFuzzCorpusUpToDate(t *testing.T) {
 			t.Errorf("seed corpus file missing: %v", err)
 		}
 	}
-	if _, _, err := DecodeCheckpoint(seeds[0], "model"); err != nil {
+	if _, _, err := Decode(seeds[0], "model"); err != nil {
 		t.Fatalf("valid seed: %v", err)
 	}
 	for i, s := range seeds[1:] {
-		if _, _, err := DecodeCheckpoint(s, ""); err == nil {
+		if _, _, err := Decode(s, ""); err == nil {
 			t.Errorf("seed %s decoded without error", names[i+1])
 		}
 		if len(s) < 20 {
 			continue
 		}
-		if _, _, err := DecodeCheckpoint(fixUp(s), ""); err == nil {
+		if _, _, err := Decode(fixUp(s), ""); err == nil {
 			t.Errorf("seed %s with a valid checksum decoded without error", names[i+1])
 		}
 	}

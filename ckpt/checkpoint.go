@@ -1,4 +1,4 @@
-package runner
+package ckpt
 
 // # Checkpoint files
 //
@@ -42,6 +42,7 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
+	"resnetlab/fsutil"
 	"resnetlab/kernels"
 )
 
@@ -70,10 +71,10 @@ var dtypeCodes = []string{DTypeF32, DTypeF16, DTypeBF16, DTypeI64}
 
 func dtypeSize(code byte) int64 { return [...]int64{4, 2, 2, 8}[code] }
 
-// TensorEntry is one named tensor of a checkpoint. Float tensors (f32, f16,
+// Tensor is one named tensor of a checkpoint. Float tensors (f32, f16,
 // bf16) hold their values in F32 (f16/bf16 are rounded to the narrow type
 // when written); i64 tensors use I64.
-type TensorEntry struct {
+type Tensor struct {
 	Name  string
 	DType string
 	Shape []int
@@ -82,7 +83,7 @@ type TensorEntry struct {
 }
 
 // Numel is the number of elements the shape describes (1 for a scalar).
-func (t *TensorEntry) Numel() int {
+func (t *Tensor) Numel() int {
 	n := 1
 	for _, d := range t.Shape {
 		n *= d
@@ -90,15 +91,15 @@ func (t *TensorEntry) Numel() int {
 	return n
 }
 
-// CheckpointPaths returns the reference file names of epoch's checkpoint.
-func CheckpointPaths(dir string, epoch int) (model, optim, sched string) {
+// Paths returns the reference file names of epoch's checkpoint.
+func Paths(dir string, epoch int) (model, optim, sched string) {
 	f := func(kind string) string { return filepath.Join(dir, fmt.Sprintf("%s_%d.pth", kind, epoch)) }
 	return f("model"), f("optimizer"), f("lr_scheduler")
 }
 
-// WriteCheckpointFile writes one checkpoint file atomically, creating its
+// WriteFile writes one checkpoint file atomically, creating its
 // directory if needed.
-func WriteCheckpointFile(path, kind string, meta map[string]any, ts []TensorEntry) error {
+func WriteFile(path, kind string, meta map[string]any, ts []Tensor) error {
 	header, dataLen, err := encodeHeader(kind, meta, ts)
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
@@ -108,7 +109,7 @@ func WriteCheckpointFile(path, kind string, meta map[string]any, ts []TensorEntr
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return fsutil.WriteFileAtomic(path, func(w io.Writer) error {
 		h := sha256.New()
 		hw := io.MultiWriter(w, h)
 		if _, err := hw.Write(header); err != nil {
@@ -127,7 +128,7 @@ func WriteCheckpointFile(path, kind string, meta map[string]any, ts []TensorEntr
 // encodeHeader validates the tensors and lays out everything before the
 // data; the total-length field is left for the caller. dataLen is the
 // number of data bytes that follow.
-func encodeHeader(kind string, meta map[string]any, ts []TensorEntry) ([]byte, int64, error) {
+func encodeHeader(kind string, meta map[string]any, ts []Tensor) ([]byte, int64, error) {
 	if kind == "" || len(kind) > maxKindLen {
 		return nil, 0, fmt.Errorf("kind %q must be 1 to %d bytes", kind, maxKindLen)
 	}
@@ -174,7 +175,7 @@ func writeString(b *bytes.Buffer, s string) {
 }
 
 // checkTensor validates one entry and returns its dtype code.
-func checkTensor(t *TensorEntry, seen map[string]bool) (byte, error) {
+func checkTensor(t *Tensor, seen map[string]bool) (byte, error) {
 	if t.Name == "" || len(t.Name) > maxNameLen || !utf8.ValidString(t.Name) {
 		return 0, fmt.Errorf("tensor name %q must be 1 to %d bytes of UTF-8", t.Name, maxNameLen)
 	}
@@ -214,7 +215,7 @@ func checkTensor(t *TensorEntry, seen map[string]bool) (byte, error) {
 }
 
 // writeTensorData encodes a tensor's values in chunks.
-func writeTensorData(w io.Writer, t *TensorEntry) error {
+func writeTensorData(w io.Writer, t *Tensor) error {
 	const chunk = 16384
 	buf := make([]byte, 0, chunk*8)
 	le := binary.LittleEndian

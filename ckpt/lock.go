@@ -1,4 +1,4 @@
-package runner
+package ckpt
 
 import (
 	"errors"
@@ -17,22 +17,22 @@ import (
 // killed run never leaves a directory locked (its file stays, and the next
 // run takes it over); a run that ends removes the file.
 
-// checkpointLockName is the lock file inside a checkpoint directory.
-const checkpointLockName = ".resnetlab.lock"
+// LockName is the lock file inside a checkpoint directory.
+const LockName = ".resnetlab.lock"
 
-// dirLock is a held checkpoint-directory lock.
-type dirLock struct {
+// DirLock is a held checkpoint-directory lock.
+type DirLock struct {
 	f    *os.File
 	path string
 }
 
-// lockCheckpointDir creates dir if needed and locks it for run, or says
+// LockDir creates dir if needed and locks it for run, or says
 // who holds it.
-func lockCheckpointDir(dir, run string) (*dirLock, error) {
+func LockDir(dir, run string) (*DirLock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("checkpoint directory %s: %w", dir, err)
 	}
-	path := filepath.Join(dir, checkpointLockName)
+	path := filepath.Join(dir, LockName)
 	for range 5 {
 		f, err := lockFile(dir, path)
 		if err != nil {
@@ -45,7 +45,7 @@ func lockCheckpointDir(dir, run string) (*dirLock, error) {
 			if f.Truncate(0) == nil {
 				fmt.Fprintf(f, "pid %d host %s run %s\n", os.Getpid(), host, run)
 			}
-			return &dirLock{f: f, path: path}, nil
+			return &DirLock{f: f, path: path}, nil
 		}
 		f.Close()
 	}
@@ -90,10 +90,10 @@ func lockHolder(f *os.File) string {
 	return s
 }
 
-// release removes the lock file and unlocks the directory (closing the
+// Release removes the lock file and unlocks the directory (closing the
 // file drops the flock); removing first means a run waiting on the old
 // file sees it replaced and locks afresh.
-func (l *dirLock) release() {
+func (l *DirLock) Release() {
 	if l != nil && l.f != nil {
 		os.Remove(l.path)
 		l.f.Close()

@@ -4,49 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"os"
-	"resnetlab/spec"
 	"slices"
 	"strings"
 	"testing"
+
+	"resnetlab/ckpt"
+	"resnetlab/spec"
 )
-
-func TestParseCheckpointRef(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want CheckpointRef
-	}{{"3", CheckpointRef{Epoch: 3}}, {"3@120", CheckpointRef{Epoch: 3, Step: 120}}, {" 1@1 ", CheckpointRef{Epoch: 1, Step: 1}}} {
-		got, err := ParseCheckpointRef(c.in)
-		if err != nil || got != c.want || (got.String() != strings.TrimSpace(c.in)) {
-			t.Errorf("%q: %v %v (String %q)", c.in, got, err, got.String())
-		}
-	}
-	for _, in := range []string{"", "0", "-1", "x", "3@", "3@0", "3@-2", "@4", "3@4@5", "3.5"} {
-		if r, err := ParseCheckpointRef(in); err == nil {
-			t.Errorf("%q accepted as %v", in, r)
-		}
-	}
-}
-
-func TestRefOfModelFile(t *testing.T) {
-	for name, want := range map[string]CheckpointRef{
-		"model_1.pth": {Epoch: 1}, "model_12-step7.pth": {Epoch: 12, Step: 7},
-	} {
-		if got, ok := refOfModelFile(name); !ok || got != want {
-			t.Errorf("%s: %v %v", name, got, ok)
-		}
-		if _, _, sp := want.Paths(""); !strings.HasPrefix(sp, "lr_scheduler_") {
-			t.Errorf("%v: scheduler file %s", want, sp)
-		}
-		if mp, _, _ := want.Paths(""); mp != name {
-			t.Errorf("%v: model file %s, want %s", want, mp, name)
-		}
-	}
-	for _, name := range []string{"model_05.pth", "model_1-step0.pth", "model_1-step07.pth", "model_1-step.pth", "model_x.pth", "optimizer_1.pth"} {
-		if r, ok := refOfModelFile(name); ok {
-			t.Errorf("%s read as %v", name, r)
-		}
-	}
-}
 
 // A checkpoint taken with c mid-epoch keeps its own name: the save at the
 // epoch's end does not overwrite it, both are listed, in training order,
@@ -67,12 +31,12 @@ func TestMidEpochCheckpointSurvivesTheEpochEnd(t *testing.T) {
 	if mid.Epoch != 1 || mid.Step < 1 {
 		t.Fatalf("the c checkpoint is %v, want one inside epoch 1", mid)
 	}
-	refs, err := ListCheckpointRefs(dir)
-	wantRefs := []CheckpointRef{mid, {Epoch: 1}, {Epoch: 2}}
+	refs, err := ckpt.ListRefs(dir)
+	wantRefs := []ckpt.Ref{mid, {Epoch: 1}, {Epoch: 2}}
 	if err != nil || !slices.Equal(refs, wantRefs) {
 		t.Fatalf("checkpoints %v (%v), want %v", refs, err, wantRefs)
 	}
-	if eps, _ := ListCheckpoints(dir); !slices.Equal(eps, []int{1, 2}) {
+	if eps, _ := ckpt.List(dir); !slices.Equal(eps, []int{1, 2}) {
 		t.Fatalf("epoch ends %v, want [1 2]", eps)
 	}
 	mp, _, _ := mid.Paths(dir)
@@ -94,11 +58,11 @@ func TestMidEpochCheckpointSurvivesTheEpochEnd(t *testing.T) {
 // checkpointMidEpoch runs s, pausing after the first step to take a c
 // checkpoint, then lets it finish. It returns the events, the checkpoint
 // saved and its model file's SHA-256 at that moment.
-func checkpointMidEpoch(t *testing.T, s *spec.Spec, id string) ([]Event, CheckpointRef, [32]byte) {
+func checkpointMidEpoch(t *testing.T, s *spec.Spec, id string) ([]Event, ckpt.Ref, [32]byte) {
 	t.Helper()
 	events, cmds := make(chan Event), make(chan Command, 4)
 	var got []Event
-	var mid CheckpointRef
+	var mid ckpt.Ref
 	var sum [32]byte
 	done := make(chan struct{})
 	go func() {
@@ -139,4 +103,24 @@ func sha256File(t *testing.T, path string) [32]byte {
 		t.Fatal(err)
 	}
 	return sha256.Sum256(b)
+}
+
+// A run whose checkpoint directory another run holds fails before it
+// trains or writes a checkpoint.
+func TestRunRefusesLockedCheckpointDir(t *testing.T) {
+	s := tinySpec(t, "")
+	s.Epochs = 1
+	dir := strings.ReplaceAll(s.Checkpoint, "{plugin}-{precision}-{gpus}", "torch_ddp-fp32-1")
+	held, err := ckpt.LockDir(dir, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	_, err = collect(t, s, RunOptions{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "checkpoint directory "+dir+" is in use by another run (pid ") {
+		t.Fatalf("got %v", err)
+	}
+	if have, _ := ckpt.List(dir); len(have) != 0 {
+		t.Fatalf("checkpoints %v written into a locked directory", have)
+	}
 }

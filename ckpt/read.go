@@ -1,4 +1,4 @@
-package runner
+package ckpt
 
 import (
 	"bytes"
@@ -17,12 +17,12 @@ import (
 // Classes of checkpoint read errors, for errors.Is. A missing file gives an
 // error that matches fs.ErrNotExist.
 var (
-	ErrCheckpointTruncated = errors.New("truncated")
-	ErrCheckpointMagic     = errors.New("not a resnetlab checkpoint (bad magic)")
-	ErrCheckpointVersion   = errors.New("unsupported format version")
-	ErrCheckpointKind      = errors.New("wrong kind")
-	ErrCheckpointChecksum  = errors.New("checksum mismatch (the file is corrupted)")
-	ErrCheckpointCorrupt   = errors.New("corrupted")
+	ErrTruncated = errors.New("truncated")
+	ErrMagic     = errors.New("not a resnetlab checkpoint (bad magic)")
+	ErrVersion   = errors.New("unsupported format version")
+	ErrKind      = errors.New("wrong kind")
+	ErrChecksum  = errors.New("checksum mismatch (the file is corrupted)")
+	ErrCorrupt   = errors.New("corrupted")
 )
 
 // maxCheckpointBytes bounds one checkpoint file (a width-4096 model's
@@ -30,9 +30,9 @@ var (
 // the file system reports.
 const maxCheckpointBytes = 64 << 30
 
-// ReadCheckpointFile reads a checkpoint file written by WriteCheckpointFile.
+// ReadFile reads a checkpoint file written by WriteFile.
 // wantKind "" accepts any kind. Errors name the file and say what is wrong.
-func ReadCheckpointFile(path, wantKind string) (meta map[string]any, ts []TensorEntry, err error) {
+func ReadFile(path, wantKind string) (meta map[string]any, ts []Tensor, err error) {
 	b, err := fsutil.ReadFile(path, maxCheckpointBytes)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -44,16 +44,16 @@ func ReadCheckpointFile(path, wantKind string) (meta map[string]any, ts []Tensor
 		}
 		return nil, nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	meta, ts, err = DecodeCheckpoint(b, wantKind)
+	meta, ts, err = Decode(b, wantKind)
 	if err != nil {
 		return nil, nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	return meta, ts, nil
 }
 
-// DecodeCheckpoint decodes a checkpoint held in memory. It never panics and
+// Decode decodes a checkpoint held in memory. It never panics and
 // never allocates more than a small multiple of len(b), whatever b holds.
-func DecodeCheckpoint(b []byte, wantKind string) (map[string]any, []TensorEntry, error) {
+func Decode(b []byte, wantKind string) (map[string]any, []Tensor, error) {
 	c := &cursor{b: b}
 	if err := c.preamble(); err != nil {
 		return nil, nil, err
@@ -67,7 +67,7 @@ func DecodeCheckpoint(b []byte, wantKind string) (map[string]any, []TensorEntry,
 	}
 	body := len(b) - checksumLen
 	if !bytes.Equal(hashOf(b[:body]), b[body:]) {
-		return nil, nil, fmt.Errorf("%w: the SHA-256 of bytes 0..%d does not match the one stored at the end", ErrCheckpointChecksum, body)
+		return nil, nil, fmt.Errorf("%w: the SHA-256 of bytes 0..%d does not match the one stored at the end", ErrChecksum, body)
 	}
 	c.b = b[:body] // the checksum is good: what remains is body parsing
 	meta, ts, err := c.body(wantKind)
@@ -75,7 +75,7 @@ func DecodeCheckpoint(b []byte, wantKind string) (map[string]any, []TensorEntry,
 		return nil, nil, err
 	}
 	if c.off != body {
-		return nil, nil, fmt.Errorf("%w: %d unused bytes after the last tensor at byte %d", ErrCheckpointCorrupt, body-c.off, c.off)
+		return nil, nil, fmt.Errorf("%w: %d unused bytes after the last tensor at byte %d", ErrCorrupt, body-c.off, c.off)
 	}
 	return meta, ts, nil
 }
@@ -87,14 +87,14 @@ func (c *cursor) preamble() error {
 		return err
 	}
 	if string(magic) != checkpointMagic {
-		return fmt.Errorf("%w: starts with %q, want %q", ErrCheckpointMagic, magic, checkpointMagic)
+		return fmt.Errorf("%w: starts with %q, want %q", ErrMagic, magic, checkpointMagic)
 	}
 	version, err := c.u32("the format version")
 	if err != nil {
 		return err
 	}
 	if version < oldestVersion || version > checkpointVersion {
-		return fmt.Errorf("%w %d (this build reads versions %d to %d)", ErrCheckpointVersion, version, oldestVersion, checkpointVersion)
+		return fmt.Errorf("%w %d (this build reads versions %d to %d)", ErrVersion, version, oldestVersion, checkpointVersion)
 	}
 	return nil
 }
@@ -105,10 +105,10 @@ func checkLength(b []byte, declared uint64) error {
 	size := uint64(len(b))
 	switch {
 	case size > declared:
-		return fmt.Errorf("%w: the file has %d bytes, %d more than its header declares", ErrCheckpointCorrupt, size, size-declared)
+		return fmt.Errorf("%w: the file has %d bytes, %d more than its header declares", ErrCorrupt, size, size-declared)
 	case size == declared:
 		if size < 20+checksumLen { // a length field that points into the header
-			return fmt.Errorf("%w: declared length %d is shorter than the header", ErrCheckpointCorrupt, declared)
+			return fmt.Errorf("%w: declared length %d is shorter than the header", ErrCorrupt, declared)
 		}
 		return nil
 	}
@@ -117,12 +117,12 @@ func checkLength(b []byte, declared uint64) error {
 	switch {
 	case err == nil: // the structure fits: the bytes lost are in the trailer
 		return fmt.Errorf("%w: file ends at byte %d while reading the SHA-256 trailer; the header declares %d bytes",
-			ErrCheckpointTruncated, size, declared)
-	case errors.Is(err, ErrCheckpointTruncated):
+			ErrTruncated, size, declared)
+	case errors.Is(err, ErrTruncated):
 		return fmt.Errorf("%w; the header declares %d bytes", err, declared)
 	}
 	return fmt.Errorf("%w: the file has %d bytes, fewer than the %d its header declares, and %v",
-		ErrCheckpointTruncated, size, declared, err)
+		ErrTruncated, size, declared, err)
 }
 
 // cursor reads little-endian fields with bounds checks.
@@ -145,7 +145,7 @@ func (c *cursor) bytes(n int, what string) ([]byte, error) {
 // short is the error for n bytes of what that the file does not have.
 func (c *cursor) short(n int64, what string) error {
 	return fmt.Errorf("%w: file ends at byte %d while reading %s (%d bytes needed from byte %d, %d left)",
-		ErrCheckpointTruncated, len(c.b), what, n, c.off, c.left())
+		ErrTruncated, len(c.b), what, n, c.off, c.left())
 }
 
 func (c *cursor) u8(what string) (byte, error) {
@@ -180,20 +180,20 @@ func (c *cursor) str(what string, limit int) (string, error) {
 		return "", err
 	}
 	if n > uint32(limit) {
-		return "", fmt.Errorf("%w: %s at byte %d claims %d bytes (at most %d)", ErrCheckpointCorrupt, what, at, n, limit)
+		return "", fmt.Errorf("%w: %s at byte %d claims %d bytes (at most %d)", ErrCorrupt, what, at, n, limit)
 	}
 	s, err := c.bytes(int(n), what)
 	return string(s), err
 }
 
 // body parses kind, metadata, tensor table and data, from offset 20.
-func (c *cursor) body(wantKind string) (map[string]any, []TensorEntry, error) {
+func (c *cursor) body(wantKind string) (map[string]any, []Tensor, error) {
 	kind, err := c.str("the kind", maxKindLen)
 	if err != nil {
 		return nil, nil, err
 	}
 	if wantKind != "" && kind != wantKind {
-		return nil, nil, fmt.Errorf("%w: the file holds %q, want %q", ErrCheckpointKind, kind, wantKind)
+		return nil, nil, fmt.Errorf("%w: the file holds %q, want %q", ErrKind, kind, wantKind)
 	}
 	meta, err := c.meta()
 	if err != nil {
@@ -219,7 +219,7 @@ func (c *cursor) meta() (map[string]any, error) {
 	}
 	var meta map[string]any
 	if err := json.Unmarshal([]byte(js), &meta); err != nil || meta == nil {
-		return nil, fmt.Errorf("%w: the metadata at byte %d is not a JSON object", ErrCheckpointCorrupt, at)
+		return nil, fmt.Errorf("%w: the metadata at byte %d is not a JSON object", ErrCorrupt, at)
 	}
 	return meta, nil
 }
@@ -228,17 +228,17 @@ func (c *cursor) meta() (map[string]any, error) {
 // 1-byte name, dtype and ndim.
 const tensorHeaderMin = 4 + 1 + 1 + 1
 
-func (c *cursor) table() ([]TensorEntry, error) {
+func (c *cursor) table() ([]Tensor, error) {
 	n, err := c.u32("the tensor count")
 	if err != nil {
 		return nil, err
 	}
 	// Grow as headers are read (each takes at least tensorHeaderMin bytes),
 	// so a corrupted count cannot make us allocate more than the file holds.
-	ts := make([]TensorEntry, 0, min(int(n), c.left()/tensorHeaderMin))
+	ts := make([]Tensor, 0, min(int(n), c.left()/tensorHeaderMin))
 	seen := map[string]bool{}
 	for i := 0; i < int(n); i++ {
-		var t TensorEntry
+		var t Tensor
 		if err := c.tensorHeader(&t, i, seen); err != nil {
 			return nil, err
 		}
@@ -247,14 +247,14 @@ func (c *cursor) table() ([]TensorEntry, error) {
 	return ts, nil
 }
 
-func (c *cursor) tensorHeader(t *TensorEntry, i int, seen map[string]bool) error {
+func (c *cursor) tensorHeader(t *Tensor, i int, seen map[string]bool) error {
 	what := fmt.Sprintf("tensor %d", i)
 	name, err := c.str("the name of "+what, maxNameLen)
 	if err != nil {
 		return err
 	}
 	if name == "" || !utf8.ValidString(name) || seen[name] {
-		return fmt.Errorf("%w: %s has an empty, invalid or repeated name %q", ErrCheckpointCorrupt, what, name)
+		return fmt.Errorf("%w: %s has an empty, invalid or repeated name %q", ErrCorrupt, what, name)
 	}
 	seen[name] = true
 	what = fmt.Sprintf("tensor %q", name)
@@ -263,23 +263,23 @@ func (c *cursor) tensorHeader(t *TensorEntry, i int, seen map[string]bool) error
 		return err
 	}
 	if int(code) >= len(dtypeCodes) {
-		return fmt.Errorf("%w: %s has unknown dtype code %d at byte %d", ErrCheckpointCorrupt, what, code, c.off-1)
+		return fmt.Errorf("%w: %s has unknown dtype code %d at byte %d", ErrCorrupt, what, code, c.off-1)
 	}
 	ndim, err := c.u8("the rank of " + what)
 	if err != nil {
 		return err
 	}
 	if ndim > maxNDim {
-		return fmt.Errorf("%w: %s claims %d dims (at most %d)", ErrCheckpointCorrupt, what, ndim, maxNDim)
+		return fmt.Errorf("%w: %s claims %d dims (at most %d)", ErrCorrupt, what, ndim, maxNDim)
 	}
-	*t = TensorEntry{Name: name, DType: dtypeCodes[code], Shape: make([]int, ndim)}
+	*t = Tensor{Name: name, DType: dtypeCodes[code], Shape: make([]int, ndim)}
 	for d := range t.Shape {
 		v, err := c.u64("the shape of " + what)
 		if err != nil {
 			return err
 		}
 		if v > math.MaxInt32 {
-			return fmt.Errorf("%w: %s has dimension %d", ErrCheckpointCorrupt, what, v)
+			return fmt.Errorf("%w: %s has dimension %d", ErrCorrupt, what, v)
 		}
 		t.Shape[d] = int(v)
 	}
@@ -288,7 +288,7 @@ func (c *cursor) tensorHeader(t *TensorEntry, i int, seen map[string]bool) error
 
 // data reads a tensor's values; its size is checked against the bytes left
 // before anything is allocated.
-func (c *cursor) data(t *TensorEntry) error {
+func (c *cursor) data(t *Tensor) error {
 	code := byte(0)
 	for i, d := range dtypeCodes {
 		if d == t.DType {
@@ -300,7 +300,7 @@ func (c *cursor) data(t *TensorEntry) error {
 	what := fmt.Sprintf("the data of tensor %q (shape %v, %s)", t.Name, t.Shape, t.DType)
 	if !ok {
 		return fmt.Errorf("%w: file ends at byte %d while reading %s (more than 2^60 bytes needed from byte %d, %d left)",
-			ErrCheckpointTruncated, len(c.b), what, c.off, c.left())
+			ErrTruncated, len(c.b), what, c.off, c.left())
 	}
 	if numel*size > int64(c.left()) { // checked before int conversion and allocation
 		return c.short(numel*size, what)
@@ -331,7 +331,7 @@ func boundedNumel(shape []int, limit int64) (int64, bool) {
 	return n, true
 }
 
-func decodeValues(t *TensorEntry, raw []byte, n int) {
+func decodeValues(t *Tensor, raw []byte, n int) {
 	le := binary.LittleEndian
 	if t.DType == DTypeI64 {
 		t.I64 = make([]int64, n)
