@@ -6,8 +6,8 @@ package gemini
 // budgets (ColossalAI claims "dynamic placement beats a static offload split by up
 // to 40%"). Built with -tags gpu and run on the device machine:
 //
-//	CGO_ENABLED=0 go test -c -tags gpu -o .dev/memory_gpu.test ./memory
-//	.dev/memory_gpu.test -test.run GPU -test.v
+//	CGO_ENABLED=0 go test -c -tags gpu -o .dev/gemini.test ./gemini
+//	.dev/gemini.test -test.run GPU -test.v
 
 import (
 	"fmt"
@@ -24,6 +24,9 @@ import (
 	"resnetlab/model"
 )
 
+// TestGPUAutoVersusStatic trains 12 steps at 1/2 and 1/4 of the model
+// data under each placement, logs the speed and checks that every budgeted
+// run ends with the unbudgeted run's state bit for bit.
 func TestGPUAutoVersusStatic(t *testing.T) {
 	dev, err := cuda.New(0)
 	if err != nil {
@@ -41,8 +44,11 @@ func TestGPUAutoVersusStatic(t *testing.T) {
 				c.OffloadOptimFrac = 1 // ZeRO-Offload: Adam on the CPU
 			}
 			r := gpuRun(t, dev, c, placement, false)
-			// Host and device Adam round differently, and training amplifies it.
-			t.Logf("   model data %.2f: max |state - unbudgeted| = %g", f, maxParamDiff(ref.state, r.state))
+			// Host and device Adam do the same IEEE operations, so a budget
+			// (which only moves where a chunk's Adam runs) changes no bit.
+			if d := stateDiff(ref.state, r.state); d != "" {
+				t.Errorf("%s, model data %.2f: differs from the unbudgeted run: %s", placement, f, d)
+			}
 		}
 	}
 }
@@ -133,16 +139,6 @@ func gpuRun(t *testing.T, dev kernels.Backend, cfg Config, name string, sync boo
 func testDataIdx() []int { return make([]int, testData().N/100) }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
-
-func maxParamDiff(a, b *engine.State) float64 {
-	worst := 0.0
-	for i := range a.Model {
-		for j, x := range a.Model[i].Data {
-			worst = math.Max(worst, math.Abs(float64(x-b.Model[i].Data[j])))
-		}
-	}
-	return worst
-}
 
 // TestGPUMatchesDDP compares one step of Gemini (device Adam, host Adam)
 // and DDP on the GPU, and Gemini on the CPU backend.

@@ -404,17 +404,23 @@ struct AdamHP {
 // adamElem: AdamW with bias correction in the CPU backend's arithmetic on
 // element i: g *= gscale; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
 // p -= lr * ((m/bc1)/(sqrt(v/bc2)+eps) + wd*p). Returns the new p before
-// it is rounded to pdt.
+// it is rounded to pdt. Every operation is an explicitly rounded intrinsic
+// so that nvcc cannot contract a multiply and an add into an FMA: the
+// result is then the CPU's bit for bit, and a Gemini chunk whose Adam runs
+// on the host (under a device budget) ends exactly where it would have on
+// the device.
 __device__ __forceinline__ float adamElem(void* p, int pdt, const void* g, int gdt, void* m, int mdt, void* v,
                                           int vdt, i64 i, const AdamHP& hp) {
-  float gi = ld(g, gdt, i) * hp.gscale;
-  float mi = hp.b1 * ld(m, mdt, i) + (1.f - hp.b1) * gi;
-  float vi = hp.b2 * ld(v, vdt, i) + (1.f - hp.b2) * gi * gi;
+  const float omb1 = __fsub_rn(1.f, hp.b1), omb2 = __fsub_rn(1.f, hp.b2);
+  float gi = __fmul_rn(ld(g, gdt, i), hp.gscale);
+  float mi = __fadd_rn(__fmul_rn(hp.b1, ld(m, mdt, i)), __fmul_rn(omb1, gi));
+  float vi = __fadd_rn(__fmul_rn(hp.b2, ld(v, vdt, i)), __fmul_rn(__fmul_rn(omb2, gi), gi));
   st(m, mdt, i, mi);
   st(v, vdt, i, vi);
   float pi = ld(p, pdt, i);
-  float update = (mi / hp.bc1) / (sqrtf(vi / hp.bc2) + hp.eps) + hp.wd * pi;
-  float np = pi - hp.lr * update;
+  float denom = __fadd_rn(__fsqrt_rn(__fdiv_rn(vi, hp.bc2)), hp.eps);
+  float update = __fadd_rn(__fdiv_rn(__fdiv_rn(mi, hp.bc1), denom), __fmul_rn(hp.wd, pi));
+  float np = __fsub_rn(pi, __fmul_rn(hp.lr, update));
   st(p, pdt, i, np);
   return np;
 }
