@@ -137,7 +137,9 @@ func TestLongerWarmup(t *testing.T) {
 	var hostChunks int64
 	for _, c := range got.chunks {
 		if c.Optim == Host {
-			hostChunks += 12 * int64(c.Elems) // master, exp_avg, exp_avg_sq
+			// master, exp_avg, exp_avg_sq, twice: the early host Adam's
+			// second set (early.go)
+			hostChunks += 2 * 12 * int64(c.Elems)
 		}
 	}
 	if base.host.Total() != 0 || got.host.InUse[kernels.CatOptState] != hostChunks || hostChunks == 0 {
@@ -161,6 +163,9 @@ func TestResidentSetIsStable(t *testing.T) {
 	}
 	if d := stateDiff(base.state, got.state); d != "" {
 		t.Errorf("differs from the unbudgeted run: %s", d)
+	}
+	if got.stats.EarlyAdam == 0 {
+		t.Errorf("no host optimizer chunk was updated early (during backward)")
 	}
 	settled := got.steps[1]
 	for s := 2; s < spec.steps; s++ {
@@ -188,8 +193,9 @@ func TestBudgetedOverflowIsSkipped(t *testing.T) {
 	if got.state.Scaler == nil || got.state.Scaler.Scale >= 1<<24 {
 		t.Fatalf("scaler %+v: want the scale backed off after an overflow", got.state.Scaler)
 	}
-	if got.stats.GradOffloads == 0 {
-		t.Fatalf("no gradient shard offloaded: the background check was not exercised")
+	if got.stats.GradOffloads == 0 || got.stats.EarlyAdam == 0 {
+		t.Fatalf("%d gradient shards offloaded, %d early updates: the background check and the dropped early updates were not exercised",
+			got.stats.GradOffloads, got.stats.EarlyAdam)
 	}
 	t.Logf("scale %g after %d steps, losses %v", got.state.Scaler.Scale, spec.steps, got.losses)
 }

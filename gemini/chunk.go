@@ -35,7 +35,8 @@ type slot struct {
 type pending struct {
 	mv    kernels.Move
 	src   *kernels.Tensor
-	check bool // a gradient shard offload: check it for inf/NaN once complete
+	check bool   // a gradient shard offload: check it for inf/NaN once complete
+	grad  *chunk // ... and start the chunk's early host Adam (early.go)
 }
 
 // optGroup is a chunk's optimizer chunk: this rank's shard of the fp32
@@ -48,6 +49,14 @@ type optGroup struct {
 	// group is in host memory, so a step does not allocate (and fault in)
 	// a fresh host buffer per chunk; every reduction overwrites all of it.
 	spareG *kernels.Tensor
+	// wb is the upload of a host master into the device parameters still
+	// possibly reading master (pinned memory is read by the DMA itself):
+	// finished before anything writes master again.
+	wb kernels.Move
+	// next is the second set of host buffers (master, m, v) that an early
+	// host Adam writes before the overflow vote (early.go); allocated on
+	// the first early update.
+	next [3]*kernels.Tensor
 }
 
 // chunk is a fixed-capacity flat buffer of parameters of one dtype, packed

@@ -31,8 +31,16 @@ type Gemini struct {
 	managedDev int64
 	stage      []float32
 	mv         kernels.AsyncMover
-	offloads   []*slot // slots whose offload is in flight, oldest first
-	freeing    int64   // device bytes those offloads free when they complete
+	early      earlyAdam
+	// Host tensors live in the device's pinned memory when it has some
+	// (pin, with hostAdopt wrapping it as host tensors), so chunk moves and
+	// gradient offloads are DMA without a staging copy.
+	pin         kernels.PinnedHost
+	hostAdopt   adopter
+	pinned      map[*kernels.Tensor]bool
+	pinnedBytes int64
+	offloads    []*slot // slots whose offload is in flight, oldest first
+	freeing     int64   // device bytes those offloads free when they complete
 
 	training bool // inside Step: hooks count operators and may trace
 	hook     int  // index of the next hook call of this step
@@ -55,6 +63,7 @@ type Stats struct {
 	Reductions   int // chunk gradient reductions
 	DeviceAdam   int // optimizer chunks updated on the device, last step
 	HostAdam     int // optimizer chunks updated on the host, last step
+	EarlyAdam    int // host optimizer chunk updates started before the overflow vote, in all
 	Traced       bool
 	NonModelPeak int64 // largest non-model bytes of any traced operator
 	// Prefetches counts uploads issued ahead of their operator (in Moves).
@@ -96,6 +105,7 @@ func New(dev, host kernels.Backend, dc comm.DeviceCommunicator, m *model.ResNet,
 	}
 	g := &Gemini{cfg: cfg, dev: dev, host: host, comm: dc, world: dc.WorldSize(), rank: dc.Rank(),
 		m: m, params: m.Params(), byParam: map[*model.Param]*tensorInfo{}, mv: kernels.MoverOf(dev)}
+	g.usePinned()
 	pk, err := pack(g.params, chunkCapacities(g.params, cfg.ChunkElems, g.world))
 	if err != nil {
 		return nil, err
@@ -116,6 +126,23 @@ func New(dev, host kernels.Backend, dc comm.DeviceCommunicator, m *model.ResNet,
 	dev.ResetPeak()
 	g.emitChunks()
 	return g, nil
+}
+
+// adopter is a host backend that wraps memory it did not allocate as a
+// tensor (the CPU backend's Adopt).
+type adopter interface {
+	Adopt(cat kernels.Category, dt kernels.DType, host []float32, shape ...int) *kernels.Tensor
+}
+
+// usePinned makes host tensors pinned memory when the device backend has
+// some and the host backend can adopt it.
+func (g *Gemini) usePinned() {
+	p, ok := g.dev.(kernels.PinnedHost)
+	a, ok2 := g.host.(adopter)
+	if ok && ok2 {
+		g.pin, g.hostAdopt, g.pinned = p, a, map[*kernels.Tensor]bool{}
+	}
+	g.early.be, _ = g.host.(adamTo)
 }
 
 // shardChunks marks chunks sharded: with more than one rank, all but the
@@ -202,6 +229,10 @@ func (g *Gemini) Scaler() *engine.LossScaler { return g.tail.Scaler }
 // (the TUI's host memory pane).
 func (g *Gemini) HostMemStats() kernels.MemStats { return g.host.MemStats() }
 
+// HostPinnedBytes is the part of the host tier in pinned memory (all of
+// it on a GPU with pinned memory, none on the CPU).
+func (g *Gemini) HostPinnedBytes() int64 { return g.pinnedBytes }
+
 // Stats returns the counters.
 func (g *Gemini) Stats() Stats { return g.stats }
 
@@ -239,6 +270,7 @@ func (g *Gemini) Free() {
 			g.release(o.on, t)
 		}
 		g.release(Host, o.spareG)
+		g.releaseNext(c)
 		c.opt = optGroup{}
 	}
 	g.release(Device, g.flag)

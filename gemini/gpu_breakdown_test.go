@@ -44,6 +44,13 @@ type timedBackend struct {
 	upB, downB             int64
 	issue                  time.Duration // async move issue (host staging copies)
 	nonFinite              atomic.Int64  // ns in NonFinite (on the device: a sync); host checks run on several goroutines
+	early                  atomic.Int64  // ns in early host Adam updates (in the background, during backward)
+}
+
+func (w *timedBackend) AdamStepTo(po, mo, vo, p, grad, m, v *kernels.Tensor, hp kernels.AdamParams) {
+	s := time.Now()
+	w.watchBackend.AdamStepTo(po, mo, vo, p, grad, m, v, hp)
+	w.early.Add(int64(time.Since(s)))
 }
 
 func (w *timedBackend) NonFinite(ts []*kernels.Tensor) bool {
@@ -96,6 +103,7 @@ func (w *timedBackend) AdamStep(p, g, m, v []*kernels.Tensor, hp kernels.AdamPar
 func (w *timedBackend) reset() {
 	w.up, w.down, w.finish, w.adam, w.upB, w.downB, w.issue = 0, 0, 0, 0, 0, 0, 0
 	w.nonFinite.Store(0)
+	w.early.Store(0)
 }
 
 func breakdownRun(t *testing.T, dev kernels.Backend, cfg Config, name string) int64 {
@@ -175,9 +183,10 @@ func breakdownRun(t *testing.T, dev kernels.Backend, cfg Config, name string) in
 		per(w.up), mib(w.upB)/n, per(w.down), mib(w.downB)/n, per(w.finish),
 		float64(st.GradOffloads-st0.GradOffloads)/n, float64(st.Stalls-st0.Stalls)/n,
 		float64(st.Moves-st0.Moves)/n, mib(st.BytesMoved-st0.BytesMoved)/n, b.String())
-	t.Logf("%s: per step: async issue %.2f ms, device NonFinite (waits for the GPU) %.2f ms, host NonFinite %.2f ms (on other goroutines)",
-		name, per(w.issue), per(time.Duration(w.nonFinite.Load())), per(time.Duration(h.nonFinite.Load())))
-	t.Logf("%s: memstats per step: h2d %.1f MiB, d2h %.1f MiB (chunk parts), evictions %.1f (%.2f ms), host Adam with write-back issue %.2f ms, offload waits %.2f ms",
+	t.Logf("%s: per step: async issue %.2f ms, device NonFinite (waits for the GPU) %.2f ms, host NonFinite %.2f ms and early host Adam %.2f ms (on other goroutines), %d early updates",
+		name, per(w.issue), per(time.Duration(w.nonFinite.Load())), per(time.Duration(h.nonFinite.Load())), per(time.Duration(h.early.Load())),
+		st.EarlyAdam-st0.EarlyAdam)
+	t.Logf("%s: memstats per step: h2d %.1f MiB, d2h %.1f MiB (chunk parts), evictions %.1f (%.2f ms), host Adam after the vote (waits for early updates, write-back issue) %.2f ms, offload waits %.2f ms",
 		name, mib(ms.H2DBytes)/n, mib(ms.D2HBytes)/n, float64(ms.Evictions)/n, per(ms.EvictTime), per(ms.HostAdam), per(ms.OffloadWait))
 	if w.over > 0 {
 		t.Errorf("%s: %d allocations over the budget", name, w.over)

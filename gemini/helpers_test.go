@@ -93,6 +93,33 @@ func (w *watchBackend) DownloadAsync(src *kernels.Tensor, dst []float32) kernels
 func (w *watchBackend) Await(m kernels.Move)  { w.mover().Await(m) }
 func (w *watchBackend) Finish(m kernels.Move) { w.mover().Finish(m) }
 
+// AllocPinned and FreePinned forward to the wrapped backend's pinned
+// memory, so a GPU under watch moves by DMA as in a run; on a backend
+// without any they hand out Go memory, so the CPU tests still run
+// Gemini's pinned-host bookkeeping.
+func (w *watchBackend) AllocPinned(n int) []float32 {
+	if p, ok := w.Backend.(kernels.PinnedHost); ok {
+		return p.AllocPinned(n)
+	}
+	return make([]float32, n)
+}
+
+func (w *watchBackend) FreePinned(buf []float32) {
+	if p, ok := w.Backend.(kernels.PinnedHost); ok {
+		p.FreePinned(buf)
+	}
+}
+
+// Adopt and AdamStepTo forward to a wrapped host backend (the CPU
+// backend), so a watched host tier is pinned and updates early as in a run.
+func (w *watchBackend) Adopt(cat kernels.Category, dt kernels.DType, host []float32, shape ...int) *kernels.Tensor {
+	return w.Backend.(adopter).Adopt(cat, dt, host, shape...)
+}
+
+func (w *watchBackend) AdamStepTo(po, mo, vo, p, grad, m, v *kernels.Tensor, hp kernels.AdamParams) {
+	w.Backend.(adamTo).AdamStepTo(po, mo, vo, p, grad, m, v, hp)
+}
+
 func (w *watchBackend) arm() {
 	w.Backend.ResetPeak()
 	w.armed, w.peak = true, 0

@@ -52,6 +52,7 @@ func (g *Gemini) reduce(k int, c *chunk, keep []*chunk) {
 		o.g = g.hostGrad(c, c.size)
 		g.transfer(o.g, Host, tmp, Device)
 		g.release(Device, tmp)
+		g.startEarly(c)
 		return
 	}
 	own := kernels.View(tmp, c.ownOff, c.shardLen)
@@ -65,6 +66,7 @@ func (g *Gemini) reduce(k int, c *chunk, keep []*chunk) {
 	}
 	g.transfer(o.g, o.on, own, Device)
 	g.release(Device, tmp)
+	g.startEarly(c)
 }
 
 // offloadGrad sends chunk c's gradients (in a world of one they are the
@@ -76,7 +78,7 @@ func (g *Gemini) offloadGrad(c *chunk) {
 	g.ready(&c.grad)
 	src, o := c.grad.t, &c.opt
 	o.g = g.hostGrad(c, c.shardLen)
-	s := &slot{t: o.g, on: Host, pend: &pending{mv: g.mv.DownloadAsync(src, o.g.Host), src: src, check: true}}
+	s := &slot{t: o.g, on: Host, pend: &pending{mv: g.mv.DownloadAsync(src, o.g.Host), src: src, check: true, grad: c}}
 	g.offloads = append(g.offloads, s)
 	g.freeing += src.Bytes()
 	c.grad = slot{}

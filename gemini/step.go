@@ -14,6 +14,9 @@ func (g *Gemini) Step(x, labels *kernels.Tensor, lr float32) (engine.StepStats, 
 	g.beginStep()
 	defer func() { g.training = false }()
 	scale := g.tail.Scale()
+	next := g.tail.AdamParams(lr, scale)
+	next.Step++ // the step's Adam, if it counts (engine.Tail.Finish)
+	g.beginEarly(next)
 	var st engine.StepStats
 	if g.tail.Scaler != nil {
 		st.LossScale = g.tail.Scaler.Scale
@@ -114,7 +117,10 @@ func (g *Gemini) adam(hp kernels.AdamParams) {
 	host := 0
 	for _, c := range g.chunks {
 		if o := &c.opt; o.on == Host {
-			g.host.AdamStep([]*kernels.Tensor{o.master}, []*kernels.Tensor{o.g}, []*kernels.Tensor{o.m}, []*kernels.Tensor{o.v}, hp)
+			if !g.takeEarly(c, hp) {
+				g.settleWriteBack(o)
+				g.host.AdamStep([]*kernels.Tensor{o.master}, []*kernels.Tensor{o.g}, []*kernels.Tensor{o.m}, []*kernels.Tensor{o.v}, hp)
+			}
 			g.writeBack(c)
 			host++
 		}
@@ -141,7 +147,7 @@ func (g *Gemini) writeBack(c *chunk) {
 	}
 	g.ready(dst)
 	if dst.on == Device && c.opt.on == Host {
-		g.uploadMaster(dst, c.opt.master)
+		g.uploadMaster(dst, &c.opt)
 		return
 	}
 	g.transfer(dst.t, dst.on, c.opt.master, c.opt.on)
@@ -153,12 +159,25 @@ func (g *Gemini) writeBack(c *chunk) {
 // slot's next user waits for the upload (ready), like a fetch's. The
 // mover orders the copy after the compute work issued so far, so the
 // backward kernels still reading the old weights come first.
-func (g *Gemini) uploadMaster(dst *slot, master *kernels.Tensor) {
-	dst.pend = &pending{mv: g.mv.UploadAsync(dst.t, master.Host)}
+func (g *Gemini) uploadMaster(dst *slot, o *optGroup) {
+	mv := g.mv.UploadAsync(dst.t, o.master.Host)
+	dst.pend = &pending{mv: mv}
+	o.wb = mv
 	g.stats.WriteBacks++
 }
 
+// settleWriteBack waits for o's last write-back to have read its master
+// (long done by the next step: the forward awaited it).
+func (g *Gemini) settleWriteBack(o *optGroup) {
+	if o.wb != nil {
+		g.mv.Finish(o.wb)
+		o.wb = nil
+	}
+}
+
 func (g *Gemini) freeGradShards() {
+	g.early.wait() // early updates read the shards
+	g.early.on = false
 	for _, c := range g.chunks {
 		o := &c.opt
 		if o.on == Host && o.spareG == nil {
@@ -181,7 +200,7 @@ func (g *Gemini) hostGrad(c *chunk, n int) *kernels.Tensor {
 		}
 		g.release(Host, t)
 	}
-	return g.alloc(Host, kernels.CatGrads, kernels.F32, n)
+	return g.allocRaw(Host, kernels.CatGrads, kernels.F32, n)
 }
 
 // endStep finishes the warm-up when due, checks the budget and reports.

@@ -22,7 +22,24 @@ func (g *Gemini) backend(l Location) kernels.Backend {
 	panic(fmt.Sprintf("memory: no backend for location %s", l))
 }
 
+// alloc returns a zero-filled tensor on l.
 func (g *Gemini) alloc(l Location, cat kernels.Category, dt kernels.DType, n int) *kernels.Tensor {
+	t := g.allocRaw(l, cat, dt, n)
+	if g.pinned[t] {
+		clear(t.Host)
+	}
+	return t
+}
+
+// allocRaw is alloc for a tensor the caller overwrites whole (the
+// destination of a move or copy): pinned host memory is not cleared.
+func (g *Gemini) allocRaw(l Location, cat kernels.Category, dt kernels.DType, n int) *kernels.Tensor {
+	if l == Host && g.pin != nil {
+		t := g.hostAdopt.Adopt(cat, dt, g.pin.AllocPinned(n), n)
+		g.pinned[t] = true
+		g.pinnedBytes += 4 * int64(n)
+		return t
+	}
 	t := g.backend(l).New(cat, dt, n)
 	if l == Device {
 		g.managedDev += t.Bytes()
@@ -34,9 +51,15 @@ func (g *Gemini) release(l Location, t *kernels.Tensor) {
 	if t == nil {
 		return
 	}
+	buf := t.Host
 	g.backend(l).Free(t)
 	if l == Device {
 		g.managedDev -= t.Bytes()
+	}
+	if g.pinned[t] {
+		delete(g.pinned, t)
+		g.pinnedBytes -= 4 * int64(len(buf))
+		g.pin.FreePinned(buf)
 	}
 }
 
@@ -86,7 +109,7 @@ func (g *Gemini) transfer(dst *kernels.Tensor, to Location, src *kernels.Tensor,
 
 // moveTensor re-creates t on to with the same contents and frees the original.
 func (g *Gemini) moveTensor(t *kernels.Tensor, from, to Location) *kernels.Tensor {
-	nt := g.alloc(to, t.Cat, t.DType, t.Len())
+	nt := g.allocRaw(to, t.Cat, t.DType, t.Len())
 	g.transfer(nt, to, t, from)
 	g.release(from, t)
 	return nt
@@ -113,10 +136,12 @@ func (g *Gemini) startMove(c *chunk, part Part, s *slot, to Location, prefetch b
 	}
 	g.ready(s)
 	from, old := s.on, s.t
-	nt := g.alloc(to, old.Cat, old.DType, old.Len())
+	nt := g.allocRaw(to, old.Cat, old.DType, old.Len())
 	// The host backend is the CPU backend: its tensors' storage is the
 	// float32 values themselves, already rounded to the tensor's dtype, so
-	// the mover reads and writes it directly.
+	// the mover reads and writes it directly (by DMA when it is pinned; a
+	// pinned upload source may be freed at once, the mover reuses it only
+	// after the copy).
 	if to == Device {
 		mv := g.mv.UploadAsync(nt, old.Host)
 		g.release(Host, old)
@@ -164,6 +189,9 @@ func (g *Gemini) ready(s *slot) {
 	g.dropOffload(s)
 	if p.check {
 		g.startGradCheck(s.t)
+	}
+	if p.grad != nil {
+		g.startEarly(p.grad)
 	}
 }
 
@@ -219,10 +247,12 @@ func (g *Gemini) finishOffloads() {
 func (g *Gemini) settleAll() {
 	g.finishOffloads()
 	g.chk.wg.Wait()
+	g.early.wait()
 	for _, c := range g.chunks {
 		g.ready(&c.payload)
 		g.ready(&c.shard)
 		g.ready(&c.grad)
+		g.settleWriteBack(&c.opt)
 	}
 }
 
@@ -234,6 +264,8 @@ func (g *Gemini) moveOpt(c *chunk, to Location) {
 		return
 	}
 	from := o.on
+	g.settleWriteBack(o)
+	g.releaseNext(c)
 	g.release(Host, o.spareG)
 	o.spareG = nil
 	bytes := o.master.Bytes() * 3

@@ -65,3 +65,15 @@ func (s SyncMover) DownloadAsync(src *Tensor, dst []float32) Move {
 
 func (SyncMover) Await(Move)  {}
 func (SyncMover) Finish(Move) {}
+
+// PinnedHost is an optional AsyncMover extension: page-locked host memory
+// that the device reads and writes by DMA directly, so a move whose host
+// side is such a buffer skips the copy through the mover's staging. The
+// contents of a new buffer are undefined. An upload from a pinned buffer
+// reads it while the move runs: the buffer must not change until the move
+// is done (Finish, or Done true); it may be freed at once (it is reused
+// only after the move).
+type PinnedHost interface {
+	AllocPinned(n int) []float32
+	FreePinned(buf []float32)
+}

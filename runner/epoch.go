@@ -117,7 +117,7 @@ func (j *job) publishMemory() {
 			DeviceIsHost: rs.be.Name() == "cpu"}
 		copy(ev.Device[:], ms.InUse[:])
 		var cats [kernels.NumCategories]int64
-		cats, ev.HostPageable, ev.HostPeak = j.hostMemory(rs)
+		cats, ev.HostPageable, ev.HostPinned, ev.HostPeak = j.hostMemory(rs)
 		copy(ev.Host[:], cats[:])
 		if j.cell.Plugin == spec.PluginGemini {
 			ev.Budget = j.spec.Gemini.DeviceBudget

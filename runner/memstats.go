@@ -24,21 +24,32 @@ type geminiRank struct {
 // hostHolder is a communicator that keeps host staging buffers.
 type hostHolder interface{ HostBytes() int64 }
 
+// pinnedHolder is a backend that holds page-locked host memory (the CUDA
+// backend's copy staging and the pinned memory it lends Gemini).
+type pinnedHolder interface{ PinnedBytes() int64 }
+
 // hostMemory is rank i's host bytes outside its compute backend: the
-// Gemini host tier per category, and pageable buffers (staging, batches).
-func (j *job) hostMemory(rs *rankState) (cats [kernels.NumCategories]int64, pageable, peak int64) {
+// Gemini host tier per category, pageable buffers (batches, comm staging,
+// the host tier where it is not pinned) and the pinned memory of the
+// backend (which holds a pinned host tier).
+func (j *job) hostMemory(rs *rankState) (cats [kernels.NumCategories]int64, pageable, pinned, peak int64) {
 	pageable = 4 * int64(cap(rs.xh)+cap(rs.yh))
 	if h, ok := rs.comm.(hostHolder); ok {
 		pageable += h.HostBytes()
 	}
-	peak = pageable
+	if p, ok := rs.be.(pinnedHolder); ok {
+		pinned = p.PinnedBytes()
+	}
+	peak = pageable + pinned
 	if g, ok := rs.eng.(*gemini.Gemini); ok {
 		hs := g.HostMemStats()
 		cats = hs.InUse
-		pageable += hs.Total()
-		peak += hs.TotalPeak
+		tierPinned := g.HostPinnedBytes()
+		// The tier's peak stands for its current bytes, pinned or not.
+		peak += hs.TotalPeak - tierPinned
+		pageable += hs.Total() - tierPinned
 	}
-	return cats, pageable, peak
+	return cats, pageable, pinned, peak
 }
 
 // geminiMem records one rank's step statistics and forwards them.

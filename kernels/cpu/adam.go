@@ -20,8 +20,26 @@ func (b *Backend) AdamStep(params, grads, m, v []*kernels.Tensor, hp kernels.Ada
 	if len(grads) != len(params) || len(m) != len(params) || len(v) != len(params) {
 		panic(fmt.Sprintf("cpu: AdamStep: %d params, %d grads, %d m, %d v (want equal counts)", len(params), len(grads), len(m), len(v)))
 	}
+	c := b.adamConsts("AdamStep", hp)
+	for i, p := range params {
+		b.adamTensor("AdamStep", p, m[i], v[i], p, grads[i], m[i], v[i], &c)
+	}
+}
+
+// AdamStepTo is AdamStep of one tensor written out of place: it reads p,
+// grad, m and v, leaves them as they were and writes the updated p, m and
+// v to po, mo and vo, with the same arithmetic bit for bit. Gemini runs
+// its host half this way while backward still runs, before the overflow
+// vote, and keeps the result only when the step counts.
+func (b *Backend) AdamStepTo(po, mo, vo, p, grad, m, v *kernels.Tensor, hp kernels.AdamParams) {
+	c := b.adamConsts("AdamStepTo", hp)
+	b.adamTensor("AdamStepTo", po, mo, vo, p, grad, m, v, &c)
+}
+
+// adamConsts checks hp and derives the step's constants.
+func (b *Backend) adamConsts(op string, hp kernels.AdamParams) adamConsts {
 	if hp.Step < 1 {
-		panic(fmt.Sprintf("cpu: AdamStep: step %d (want the 1-based step count)", hp.Step))
+		panic(fmt.Sprintf("cpu: %s: step %d (want the 1-based step count)", op, hp.Step))
 	}
 	gs := hp.GradScale
 	if gs == 0 {
@@ -29,20 +47,29 @@ func (b *Backend) AdamStep(params, grads, m, v []*kernels.Tensor, hp kernels.Ada
 	}
 	bc1 := float32(1 - math.Pow(float64(hp.Beta1), float64(hp.Step)))
 	bc2 := float32(1 - math.Pow(float64(hp.Beta2), float64(hp.Step)))
-	for i, p := range params {
-		for _, t := range []*kernels.Tensor{p, grads[i], m[i], v[i]} {
-			b.check(t, "AdamStep")
-			sameLen("AdamStep", p, t)
-		}
-		g, mt, vt := grads[i], m[i], v[i]
-		c := newAdamConsts(hp, gs, bc1, bc2)
-		b.parallel(p.Len(), grain, func(lo, hi int) {
-			adamSlice(p.Host[lo:hi], g.Host[lo:hi], mt.Host[lo:hi], vt.Host[lo:hi], &c)
-			roundSlice(p.DType, p.Host[lo:hi])
-			roundSlice(mt.DType, mt.Host[lo:hi])
-			roundSlice(vt.DType, vt.Host[lo:hi])
-		})
+	return newAdamConsts(hp, gs, bc1, bc2)
+}
+
+// adamTensor updates one tensor on every worker: (p, m, v) with grad g
+// into (po, mo, vo), which may be the same tensors.
+func (b *Backend) adamTensor(op string, po, mo, vo, p, g, m, v *kernels.Tensor, c *adamConsts) {
+	for _, t := range []*kernels.Tensor{po, mo, vo, p, g, m, v} {
+		b.check(t, op)
+		sameLen(op, p, t)
 	}
+	b.parallel(p.Len(), grain, func(lo, hi int) {
+		a := adamArrays{p: p.Host[lo:hi], g: g.Host[lo:hi], m: m.Host[lo:hi], v: v.Host[lo:hi],
+			po: po.Host[lo:hi], mo: mo.Host[lo:hi], vo: vo.Host[lo:hi]}
+		adamSlice(&a, c)
+		roundSlice(po.DType, a.po)
+		roundSlice(mo.DType, a.mo)
+		roundSlice(vo.DType, a.vo)
+	})
+}
+
+// adamArrays are one slice's inputs and outputs (outputs may alias inputs).
+type adamArrays struct {
+	p, g, m, v, po, mo, vo []float32
 }
 
 // adamConsts are the per-step constants of adamSlice, laid out for the
@@ -59,23 +86,24 @@ func newAdamConsts(hp kernels.AdamParams, gs, bc1, bc2 float32) adamConsts {
 // adamSlice updates one slice; adamVec (8 lanes at a time, where the CPU
 // has AVX2) does exactly the same IEEE operations, so both give the same
 // bits.
-func adamSlice(p, g, m, v []float32, c *adamConsts) {
-	n := adamVec(p, g, m, v, c)
-	adamGo(p[n:], g[n:], m[n:], v[n:], c)
+func adamSlice(a *adamArrays, c *adamConsts) {
+	n := adamVec(a, c)
+	adamGo(&adamArrays{p: a.p[n:], g: a.g[n:], m: a.m[n:], v: a.v[n:], po: a.po[n:], mo: a.mo[n:], vo: a.vo[n:]}, c)
 }
 
 // adamGo is the scalar update. The explicit float32 conversions forbid the
 // compiler to fuse a multiply and an add (it may with GOAMD64=v3), so the
 // result is the same on every build.
-func adamGo(p, g, m, v []float32, c *adamConsts) {
-	g, m, v = g[:len(p)], m[:len(p)], v[:len(p)]
-	for i := range p {
+func adamGo(a *adamArrays, c *adamConsts) {
+	n := len(a.p)
+	g, m, v, po, mo, vo := a.g[:n], a.m[:n], a.v[:n], a.po[:n], a.mo[:n], a.vo[:n]
+	for i, pi := range a.p {
 		gi := g[i] * c.gs
 		mi := float32(c.b1*m[i]) + float32(c.omb1*gi)
 		vi := float32(c.b2*v[i]) + float32(float32(c.omb2*gi)*gi)
-		m[i], v[i] = mi, vi
+		mo[i], vo[i] = mi, vi
 		denom := float32(math.Sqrt(float64(vi/c.bc2))) + c.eps
-		update := (mi/c.bc1)/denom + float32(c.wd*p[i])
-		p[i] -= float32(c.lr * update)
+		update := (mi/c.bc1)/denom + float32(c.wd*pi)
+		po[i] = pi - float32(c.lr*update)
 	}
 }

@@ -2,16 +2,21 @@
 
 #include "textflag.h"
 
-// func adamAVX2(p, grad, m, v *float32, n int, c *adamConsts)
+// func adamAVX2(p, grad, m, v, po, mo, vo *float32, n int, c *adamConsts)
 // The same IEEE operations in the same order as adamGo, 8 lanes at a time
 // (VDIVPS and VSQRTPS are correctly rounded, like their scalar forms).
-TEXT ·adamAVX2(SB), NOSPLIT, $0-48
+// Reads p, m, v and writes the updates to po, mo, vo (the same arrays for
+// an in-place step).
+TEXT ·adamAVX2(SB), NOSPLIT, $0-72
 	MOVQ p+0(FP), DI
 	MOVQ grad+8(FP), SI
 	MOVQ m+16(FP), R8
 	MOVQ v+24(FP), R9
-	MOVQ n+32(FP), CX
-	MOVQ c+40(FP), AX
+	MOVQ po+32(FP), R10
+	MOVQ mo+40(FP), R11
+	MOVQ vo+48(FP), R12
+	MOVQ n+56(FP), CX
+	MOVQ c+64(FP), AX
 	VBROADCASTSS 0(AX), Y0  // gs
 	VBROADCASTSS 4(AX), Y1  // b1
 	VBROADCASTSS 8(AX), Y2  // 1-b1
@@ -30,12 +35,12 @@ loop:
 	VMULPS  (R8), Y1, Y11  // b1*m
 	VMULPS  Y10, Y2, Y12   // (1-b1)*gi
 	VADDPS  Y12, Y11, Y11  // mi
-	VMOVUPS Y11, (R8)
+	VMOVUPS Y11, (R11)
 	VMULPS  (R9), Y3, Y12  // b2*v
 	VMULPS  Y10, Y4, Y13   // (1-b2)*gi
 	VMULPS  Y10, Y13, Y13  // ((1-b2)*gi)*gi
 	VADDPS  Y13, Y12, Y12  // vi
-	VMOVUPS Y12, (R9)
+	VMOVUPS Y12, (R12)
 	VDIVPS  Y6, Y12, Y12   // vi/bc2
 	VSQRTPS Y12, Y12
 	VADDPS  Y7, Y12, Y12   // denom
@@ -46,11 +51,14 @@ loop:
 	VADDPS  Y14, Y11, Y11  // update
 	VMULPS  Y11, Y9, Y11   // lr*update
 	VSUBPS  Y11, Y13, Y13  // p - lr*update
-	VMOVUPS Y13, (DI)
+	VMOVUPS Y13, (R10)
 	ADDQ    $32, DI
 	ADDQ    $32, SI
 	ADDQ    $32, R8
 	ADDQ    $32, R9
+	ADDQ    $32, R10
+	ADDQ    $32, R11
+	ADDQ    $32, R12
 	DECQ    CX
 	JNZ     loop
 

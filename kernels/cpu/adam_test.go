@@ -87,10 +87,40 @@ func TestAdamVectorMatchesScalar(t *testing.T) {
 		}
 		g[0], v[0] = 0, 0
 		p2, g2, m2, v2 := append([]float32(nil), p...), g, append([]float32(nil), m...), append([]float32(nil), v...)
-		adamSlice(p, g, m, v, &c)
-		adamGo(p2, g2, m2, v2, &c)
+		adamSlice(&adamArrays{p: p, g: g, m: m, v: v, po: p, mo: m, vo: v}, &c)
+		adamGo(&adamArrays{p: p2, g: g2, m: m2, v: v2, po: p2, mo: m2, vo: v2}, &c)
 		sameBits(t, "p", p, p2)
 		sameBits(t, "m", m, m2)
 		sameBits(t, "v", v, v2)
 	}
+}
+
+// TestAdamStepToMatchesAdamStep checks that the out-of-place step writes
+// the in-place step's bits and leaves its inputs alone.
+func TestAdamStepToMatchesAdamStep(t *testing.T) {
+	b := New()
+	rng := newRNG(7)
+	hp := kernels.AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Step: 4, GradScale: 0.25}
+	const n = 5003 // a vector part and a scalar tail, several workers
+	mk := func(abs bool) *kernels.Tensor {
+		x := b.New(kernels.CatOptState, kernels.F32, n)
+		copy(x.Host, randVals(rng, n))
+		if abs {
+			for i := range x.Host {
+				x.Host[i] = float32(math.Abs(float64(x.Host[i])))
+			}
+		}
+		return x
+	}
+	p, g, m, v := mk(false), mk(false), mk(false), mk(true)
+	keep := [][]float32{append([]float32(nil), p.Host...), append([]float32(nil), m.Host...), append([]float32(nil), v.Host...)}
+	po, mo, vo := b.New(kernels.CatOptState, kernels.F32, n), b.New(kernels.CatOptState, kernels.F32, n), b.New(kernels.CatOptState, kernels.F32, n)
+	b.AdamStepTo(po, mo, vo, p, g, m, v, hp)
+	sameBits(t, "p untouched", p.Host, keep[0])
+	sameBits(t, "m untouched", m.Host, keep[1])
+	sameBits(t, "v untouched", v.Host, keep[2])
+	b.AdamStep([]*kernels.Tensor{p}, []*kernels.Tensor{g}, []*kernels.Tensor{m}, []*kernels.Tensor{v}, hp)
+	sameBits(t, "p", po.Host, p.Host)
+	sameBits(t, "m", mo.Host, m.Host)
+	sameBits(t, "v", vo.Host, v.Host)
 }

@@ -35,16 +35,16 @@ func kernelAsm(kc int, a, b, c []float32, ldc int, acc bool) {
 // adamAVX2 runs the Adam update on n/8 blocks of 8 (adam_amd64.s).
 //
 //go:noescape
-func adamAVX2(p, grad, m, v *float32, n int, c *adamConsts)
+func adamAVX2(p, grad, m, v, po, mo, vo *float32, n int, c *adamConsts)
 
 // adamVec updates the longest multiple-of-8 prefix with AVX2 and returns
 // its length.
-func adamVec(p, g, m, v []float32, c *adamConsts) int {
-	n := len(p) &^ 7
+func adamVec(a *adamArrays, c *adamConsts) int {
+	n := len(a.p) &^ 7
 	if !usingAsm || n == 0 {
 		return 0
 	}
-	_, _, _ = g[n-1], m[n-1], v[n-1]
-	adamAVX2(&p[0], &g[0], &m[0], &v[0], n, c)
+	_, _, _, _, _, _ = a.g[n-1], a.m[n-1], a.v[n-1], a.po[n-1], a.mo[n-1], a.vo[n-1]
+	adamAVX2(&a.p[0], &a.g[0], &a.m[0], &a.v[0], &a.po[0], &a.mo[0], &a.vo[0], n, c)
 	return n
 }

@@ -28,6 +28,19 @@ func (b *Backend) New(cat kernels.Category, dt kernels.DType, shape ...int) *ker
 	return t
 }
 
+// Adopt wraps host, memory the caller allocated (for example a device
+// backend's pinned memory) and keeps alive until Free, as a tensor of
+// shape and accounts it like New. Its values must already be rounded to
+// dt; host must hold exactly the shape's element count.
+func (b *Backend) Adopt(cat kernels.Category, dt kernels.DType, host []float32, shape ...int) *kernels.Tensor {
+	if n := kernels.NumElems(shape); n != len(host) || dt > kernels.BF16 {
+		panic(fmt.Sprintf("cpu: Adopt: %d values of %v for shape %v", len(host), dt, shape))
+	}
+	t := &kernels.Tensor{Shape: append([]int(nil), shape...), DType: dt, Cat: cat, Host: host, Owner: b}
+	b.account(cat, t.Bytes())
+	return t
+}
+
 // Free releases a tensor; using it afterwards panics.
 func (b *Backend) Free(t *kernels.Tensor) {
 	if t == nil {

@@ -21,6 +21,7 @@ import (
 //   - Host data goes through pinned staging buffers (cuMemAllocHost), so
 //     the DMA is truly asynchronous; the Go slice is copied (on several cores) into the
 //     staging at issue (uploads) or out of it on completion (downloads).
+//     Host memory from AllocPinned (pinned.go) is used directly instead.
 //   - Half-precision tensors are converted on the device by the convert
 //     kernel, on the copy stream, through a fixed fp32 bounce buffer
 //     (bounceElems floats, outside the allocator's accounting), so the host
@@ -43,6 +44,8 @@ type copier struct {
 	bounce    uintptr // fp32 device buffer for conversions
 	events    []uintptr
 	pinned    map[int64][]unsafe.Pointer // idle staging buffers by size class
+	regions   map[uintptr]*pinRegion     // pinned buffers handed out (pinned.go), by address
+	held      int64                      // bytes of pinned memory allocated (staging and AllocPinned)
 	inflight  []*move                    // issue order
 }
 
@@ -50,10 +53,11 @@ type copier struct {
 type move struct {
 	b     *Backend
 	ev    uintptr
-	stage unsafe.Pointer
+	stage unsafe.Pointer // pinned staging; nil when the host side is pinned itself
 	class int64
 	n     int
-	dst   []float32 // a download's destination
+	dst   []float32  // a download's destination, filled from stage on completion
+	reg   *pinRegion // the pinned host side of a direct move
 	done  bool
 }
 
@@ -98,12 +102,16 @@ func (c *copier) complete(m *move) {
 	if m.done {
 		return
 	}
-	if m.dst != nil {
-		parallelCopy(m.dst, unsafe.Slice((*float32)(m.stage), m.n))
+	if m.reg != nil {
+		c.release(m.reg)
+	} else {
+		if m.dst != nil {
+			parallelCopy(m.dst, unsafe.Slice((*float32)(m.stage), m.n))
+		}
+		c.pinned[m.class] = append(c.pinned[m.class], m.stage)
 	}
-	c.pinned[m.class] = append(c.pinned[m.class], m.stage)
 	c.events = append(c.events, m.ev)
-	m.stage, m.ev, m.dst, m.done = nil, 0, nil, true
+	m.stage, m.ev, m.dst, m.reg, m.done = nil, 0, nil, nil, true
 }
 
 // reap completes the finished moves at the front of the in-flight list.
@@ -118,17 +126,22 @@ func (c *copier) reap() {
 	c.inflight = append(c.inflight[:0], c.inflight[i:]...)
 }
 
-// copies returns the copier, creating it on first use, after reaping and
-// ordering the copy stream after the compute work issued so far.
-func (b *Backend) copies() *copier {
+// copier returns the copier, creating it on first use.
+func (b *Backend) copier() *copier {
 	if b.cp == nil {
-		c := &copier{pinned: map[int64][]unsafe.Pointer{}}
+		c := &copier{pinned: map[int64][]unsafe.Pointer{}, regions: map[uintptr]*pinRegion{}}
 		must("cuStreamCreate(copy)", drv.cuStreamCreate, uintptr(unsafe.Pointer(&c.stream)), streamNonBlocking)
 		b.cp = c
 		must("cuEventCreate", drv.cuEventCreate, uintptr(unsafe.Pointer(&c.computeEv)), eventDisableTiming)
 		must("cuMemAlloc_v2(bounce)", drv.cuMemAlloc, uintptr(unsafe.Pointer(&c.bounce)), 4*bounceElems)
 	}
-	c := b.cp
+	return b.cp
+}
+
+// copies returns the copier after reaping and ordering the copy stream
+// after the compute work issued so far.
+func (b *Backend) copies() *copier {
+	c := b.copier()
 	c.reap()
 	must("cuEventRecord(compute)", drv.cuEventRecord, c.computeEv, b.stream)
 	must("cuStreamWaitEvent(copy)", drv.cuStreamWaitEvent, c.stream, c.computeEv, 0)
@@ -145,6 +158,7 @@ func (c *copier) staging(n int) (unsafe.Pointer, int64) {
 	}
 	var p unsafe.Pointer
 	must(fmt.Sprintf("cuMemAllocHost_v2(%d bytes of staging)", class), drv.cuMemAllocHost, uintptr(unsafe.Pointer(&p)), uintptr(class))
+	c.held += class
 	return p, class
 }
 
@@ -167,8 +181,13 @@ func parallelCopy(dst, src []float32) {
 }
 
 // finish records the end of a move issued on the copy stream.
-func (c *copier) finish(b *Backend, stage unsafe.Pointer, class int64, n int, dst []float32) *move {
-	m := &move{b: b, stage: stage, class: class, n: n, dst: dst}
+func (c *copier) finish(b *Backend, h hostSide, n int, dst []float32) *move {
+	m := &move{b: b, stage: h.stage, class: h.class, n: n, reg: h.reg}
+	if h.reg == nil {
+		m.dst = dst
+	} else {
+		h.reg.busy++
+	}
 	if k := len(c.events); k > 0 {
 		m.ev, c.events = c.events[k-1], c.events[:k-1]
 	} else {
@@ -188,8 +207,29 @@ func (b *Backend) checkMove(op string, t *kernels.Tensor, n int) {
 	}
 }
 
+// hostSide is the host end of one move: a pinned buffer of the caller's
+// (reg, used directly) or a staging buffer (stage, class).
+type hostSide struct {
+	ptr   uintptr
+	stage unsafe.Pointer
+	class int64
+	reg   *pinRegion
+}
+
+// hostEnd returns the host end for s: s itself when it is pinned memory,
+// else a staging buffer.
+func (c *copier) hostEnd(s []float32) hostSide {
+	if r := c.pinnedOf(s); r != nil {
+		return hostSide{ptr: uintptr(unsafe.Pointer(&s[0])), reg: r}
+	}
+	stage, class := c.staging(len(s))
+	return hostSide{ptr: uintptr(stage), stage: stage, class: class}
+}
+
 // UploadAsync starts copying src into dst (rounded to dst's dtype) on the
-// copy stream; src may be reused on return.
+// copy stream. Ordinary memory may be reused on return (it was copied into
+// staging); pinned memory (AllocPinned) is read by the DMA itself and must
+// not change until the move is done.
 func (b *Backend) UploadAsync(dst *kernels.Tensor, src []float32) kernels.Move {
 	defer b.bind()()
 	n := len(src)
@@ -198,24 +238,27 @@ func (b *Backend) UploadAsync(dst *kernels.Tensor, src []float32) kernels.Move {
 		return kernels.Completed
 	}
 	c := b.copies()
-	stage, class := c.staging(n)
-	parallelCopy(unsafe.Slice((*float32)(stage), n), src)
+	h := c.hostEnd(src)
+	if h.reg == nil {
+		parallelCopy(unsafe.Slice((*float32)(h.stage), n), src)
+	}
 	if dst.DType == kernels.F32 {
-		must("cuMemcpyHtoDAsync_v2(copy)", drv.cuMemcpyHtoDAsync, dst.Dev, uintptr(stage), uintptr(4*n), c.stream)
-		return c.finish(b, stage, class, n, nil)
+		must("cuMemcpyHtoDAsync_v2(copy)", drv.cuMemcpyHtoDAsync, dst.Dev, h.ptr, uintptr(4*n), c.stream)
+		return c.finish(b, h, n, nil)
 	}
 	es := uintptr(dst.DType.Size())
 	for off := 0; off < n; off += bounceElems {
 		k := min(bounceElems, n-off)
-		must("cuMemcpyHtoDAsync_v2(bounce)", drv.cuMemcpyHtoDAsync, c.bounce, uintptr(stage)+uintptr(4*off), uintptr(4*k), c.stream)
+		must("cuMemcpyHtoDAsync_v2(bounce)", drv.cuMemcpyHtoDAsync, c.bounce, h.ptr+uintptr(4*off), uintptr(4*k), c.stream)
 		b.args.reset().ptr(dst.Dev + uintptr(off)*es).i32(int(dst.DType)).ptr(c.bounce).i32(int(kernels.F32)).i64(k)
 		b.launchOn(c.stream, "convert", b.gridFor(k), 1, 1, 256)
 	}
-	return c.finish(b, stage, class, n, nil)
+	return c.finish(b, h, n, nil)
 }
 
 // DownloadAsync starts copying src into dst as float32 once the compute
-// work issued so far is done; dst is filled when the move completes.
+// work issued so far is done; dst is filled when the move completes
+// (directly by the DMA when dst is pinned memory).
 func (b *Backend) DownloadAsync(src *kernels.Tensor, dst []float32) kernels.Move {
 	defer b.bind()()
 	n := len(dst)
@@ -224,19 +267,19 @@ func (b *Backend) DownloadAsync(src *kernels.Tensor, dst []float32) kernels.Move
 		return kernels.Completed
 	}
 	c := b.copies()
-	stage, class := c.staging(n)
+	h := c.hostEnd(dst)
 	if src.DType == kernels.F32 {
-		must("cuMemcpyDtoHAsync_v2(copy)", drv.cuMemcpyDtoHAsync, uintptr(stage), src.Dev, uintptr(4*n), c.stream)
-		return c.finish(b, stage, class, n, dst)
+		must("cuMemcpyDtoHAsync_v2(copy)", drv.cuMemcpyDtoHAsync, h.ptr, src.Dev, uintptr(4*n), c.stream)
+		return c.finish(b, h, n, dst)
 	}
 	es := uintptr(src.DType.Size())
 	for off := 0; off < n; off += bounceElems {
 		k := min(bounceElems, n-off)
 		b.args.reset().ptr(c.bounce).i32(int(kernels.F32)).ptr(src.Dev + uintptr(off)*es).i32(int(src.DType)).i64(k)
 		b.launchOn(c.stream, "convert", b.gridFor(k), 1, 1, 256)
-		must("cuMemcpyDtoHAsync_v2(bounce)", drv.cuMemcpyDtoHAsync, uintptr(stage)+uintptr(4*off), c.bounce, uintptr(4*k), c.stream)
+		must("cuMemcpyDtoHAsync_v2(bounce)", drv.cuMemcpyDtoHAsync, h.ptr+uintptr(4*off), c.bounce, uintptr(4*k), c.stream)
 	}
-	return c.finish(b, stage, class, n, dst)
+	return c.finish(b, h, n, dst)
 }
 
 // Await makes the compute ops issued from now on wait for m.
@@ -275,6 +318,9 @@ func (b *Backend) closeCopier() {
 		for _, p := range l {
 			_ = call("cuMemFreeHost(staging)", drv.cuMemFreeHost, uintptr(p))
 		}
+	}
+	for _, r := range c.regions { // pinned buffers never given back
+		_ = call("cuMemFreeHost(pinned)", drv.cuMemFreeHost, uintptr(r.base))
 	}
 	for _, ev := range append(c.events, c.computeEv) {
 		_ = call("cuEventDestroy_v2", drv.cuEventDestroy, ev)
