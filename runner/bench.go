@@ -12,8 +12,10 @@ import (
 	"resnetlab/comm"
 	"resnetlab/device"
 	"resnetlab/engine"
+	"resnetlab/gemini"
 	"resnetlab/kernels"
 	"resnetlab/model"
+	"resnetlab/spec"
 )
 
 // BenchOptions selects what Bench times.
@@ -24,7 +26,11 @@ type BenchOptions struct {
 	Steps      int      // timed steps
 	Warmup     int      // untimed steps first (allocation, PTX load)
 	Precisions []string // e.g. fp32, fp16
-	Plugin     string   // torch_ddp or low_level_zero
+	Plugin     string   // torch_ddp, low_level_zero or gemini
+	// Budgets are Gemini device budgets to time, each after the unlimited
+	// run (auto placement): a byte count, or a fraction of the unlimited
+	// run's peak (Of > 0: Bytes = peak/Of).
+	Budgets []BenchBudget
 	// Profile > 0 times every backend op over that many more steps after
 	// the timed ones (backends implementing kernels.Profiler only).
 	Profile int
@@ -34,6 +40,13 @@ type BenchOptions struct {
 	// Both results then carry the digest of the training state after the
 	// timed steps, which must be equal. Profiles are taken eagerly only.
 	Graphs bool
+}
+
+// BenchBudget is one Gemini device budget: Bytes, or 1/Of of the
+// unlimited run's peak when Of > 0.
+type BenchBudget struct {
+	Bytes int64
+	Of    int
 }
 
 // BenchResult is one timed configuration.
@@ -51,6 +64,7 @@ type BenchResult struct {
 	Profile       []kernels.OpRecord
 	ProfileSteps  int
 	ProfileWallMS float64
+	Budget        int64  // Gemini device budget (0: unlimited)
 	Graphs        bool   // steps replayed from a graph
 	StateSHA      string // with BenchOptions.Graphs: sha256 of the state after Warmup+Steps steps
 }
@@ -74,25 +88,56 @@ func Bench(ctx context.Context, o BenchOptions) ([]BenchResult, error) {
 	if o.Graphs {
 		modes = append(modes, true)
 	}
+	if len(o.Budgets) > 0 && (o.Plugin != spec.PluginGemini || o.Graphs) {
+		return nil, fmt.Errorf("--budget times Gemini (--plugin gemini) eagerly, not %s%s", o.Plugin, map[bool]string{true: " with --graphs"}[o.Graphs])
+	}
 	var out []BenchResult
 	for _, p := range o.Precisions {
 		for _, graphs := range modes {
 			if ctx.Err() != nil {
 				return out, ctx.Err()
 			}
-			r, err := benchOne(plan, o, p, graphs)
+			r, err := benchOne(plan, o, p, graphs, 0)
 			if r.Steps > 0 {
 				out = append(out, r) // timed, even if its profile failed
 			}
 			if err != nil {
 				return out, fmt.Errorf("%s %s: %w", o.Plugin, p, err)
 			}
+			for _, b := range o.Budgets {
+				if ctx.Err() != nil {
+					return out, ctx.Err()
+				}
+				bytes := b.Bytes
+				if b.Of > 0 {
+					bytes = r.PeakBytes / int64(b.Of)
+				}
+				rb, err := benchOne(plan, o, p, false, bytes)
+				if rb.Steps > 0 {
+					out = append(out, rb)
+				}
+				if err != nil {
+					return out, fmt.Errorf("%s %s, budget %s: %w", o.Plugin, p, spec.FormatSize(bytes), err)
+				}
+			}
 		}
 	}
 	return out, nil
 }
 
-func benchOne(plan device.Plan, o BenchOptions, precision string, graphs bool) (BenchResult, error) {
+// benchTrainer builds the trainer of one configuration: Gemini (auto
+// placement, the given device budget) or the DDP/ZeRO engine.
+func benchTrainer(be kernels.Backend, m *model.ResNet, o BenchOptions, dt kernels.DType, graphs bool, budget int64) (engine.Trainer, error) {
+	sc := engine.ScalerConfig{InitialScale: 32, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 1000, Hysteresis: 2}
+	dc := comm.NewStagedComm(be, comm.NewGroup(1).Comm(0))
+	if o.Plugin == spec.PluginGemini {
+		return gemini.New(be, device.Host(), dc, m, gemini.Config{Precision: dt, Scaler: sc, Placement: gemini.Auto,
+			DeviceBudget: budget, ShardParamFrac: 1, GPUMarginMemRatio: 0.8})
+	}
+	return engine.NewEngine(be, dc, m, engine.EngineConfig{Plugin: o.Plugin, Precision: dt, ZeroStage: 1, Scaler: sc, Graphs: graphs})
+}
+
+func benchOne(plan device.Plan, o BenchOptions, precision string, graphs bool, budget int64) (BenchResult, error) {
 	dt, err := kernels.ParseDType(precision)
 	if err != nil {
 		return BenchResult{}, err
@@ -107,11 +152,7 @@ func benchOne(plan device.Plan, o BenchOptions, precision string, graphs bool) (
 	}
 	m := model.NewResNet18(be, model.Config{Width: o.Width, InChannels: 3, NumClasses: 10, DType: dt, Seed: 1})
 	defer m.Free()
-	cfg := engine.EngineConfig{Plugin: o.Plugin, Precision: dt, ZeroStage: 1,
-		Scaler: engine.ScalerConfig{InitialScale: 32, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 1000, Hysteresis: 2},
-		Graphs: graphs}
-	g := comm.NewGroup(1)
-	e, err := engine.NewEngine(be, comm.NewStagedComm(be, g.Comm(0)), m, cfg)
+	e, err := benchTrainer(be, m, o, dt, graphs, budget)
 	if err != nil {
 		return BenchResult{}, err
 	}
@@ -139,7 +180,7 @@ func benchOne(plan device.Plan, o BenchOptions, precision string, graphs bool) (
 	}
 	r := BenchResult{Plugin: o.Plugin, Precision: precision, Device: be.Device(),
 		StepMS: 1000 * dt2 / float64(o.Steps), ImagesPerSec: float64(o.Steps*o.Batch) / dt2,
-		PeakBytes: be.MemStats().TotalPeak, Steps: o.Steps, Graphs: graphs}
+		PeakBytes: be.MemStats().TotalPeak, Steps: o.Steps, Graphs: graphs, Budget: budget}
 	if prof != nil {
 		r.Counters = prof.Counters().Sub(c0)
 	}
@@ -168,7 +209,7 @@ func benchOne(plan device.Plan, o BenchOptions, precision string, graphs bool) (
 
 // timeSteps runs n training steps and returns their wall time in seconds,
 // with the device synchronised at the end.
-func timeSteps(be kernels.Backend, e *engine.Engine, x, y *kernels.Tensor, n int) (float64, error) {
+func timeSteps(be kernels.Backend, e engine.Trainer, x, y *kernels.Tensor, n int) (float64, error) {
 	t0 := time.Now()
 	for i := 0; i < n; i++ {
 		if _, err := e.Step(x, y, 1e-3); err != nil {
@@ -183,7 +224,7 @@ func timeSteps(be kernels.Backend, e *engine.Engine, x, y *kernels.Tensor, n int
 
 // stateSHA digests the engine's training state: weights, buffers, batch
 // counters and Adam moments.
-func stateSHA(e *engine.Engine) (string, error) {
+func stateSHA(e engine.Trainer) (string, error) {
 	st, err := e.State()
 	if err != nil {
 		return "", err

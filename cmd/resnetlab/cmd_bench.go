@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"resnetlab/kernels"
@@ -11,7 +12,7 @@ import (
 	"resnetlab/spec"
 )
 
-const benchUsage = `Usage: resnetlab bench [--device NAME] [--width W] [--batch N] [--steps S] [--warmup K] [--precision LIST] [--plugin NAME] [--profile S] [--graphs]
+const benchUsage = `Usage: resnetlab bench [--device NAME] [--width W] [--batch N] [--steps S] [--warmup K] [--precision LIST] [--plugin NAME] [--budget LIST] [--profile S] [--graphs]
 
 Times full training steps of ResNet-18 (forward, loss, backward, gradient
 handling, Adam) on one rank with a fixed batch already on the device, and
@@ -25,7 +26,11 @@ Flags:
   --steps S          timed steps (default 50)
   --warmup K         untimed steps first (default 5)
   --precision LIST   comma-separated precisions (default fp32,fp16)
-  --plugin NAME      torch_ddp or low_level_zero (default torch_ddp)
+  --plugin NAME      torch_ddp, low_level_zero or gemini (default torch_ddp)
+  --budget LIST      gemini only: comma-separated device budgets, each timed
+                     after the unlimited run (auto placement): a size
+                     ("139MB", "64MiB") or a fraction of the unlimited
+                     run's peak ("1/2", "1/4")
   --profile S        after the timed steps, time every backend op over S more
                      steps (CUDA events around each op) and print the device
                      time per op kind and per layer shape, with the launches,
@@ -39,12 +44,13 @@ Examples:
   resnetlab bench --device cuda --steps 200
   resnetlab bench --device cpu --width 16 --steps 10
   resnetlab bench --device cuda --steps 200 --warmup 20 --graphs
+  resnetlab bench --device cuda --plugin gemini --precision fp16 --budget 1/2,1/4
 `
 
 func (c *cli) cmdBench(ctx context.Context, args []string) int {
 	fs := newFlags("bench")
 	o := runner.BenchOptions{}
-	var precisions string
+	var precisions, budgets string
 	fs.StringVar(&o.Device, "device", "auto", "")
 	fs.IntVar(&o.Width, "width", 64, "")
 	fs.IntVar(&o.Batch, "batch", 100, "")
@@ -52,6 +58,7 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 	fs.IntVar(&o.Warmup, "warmup", 5, "")
 	fs.StringVar(&precisions, "precision", "fp32,fp16", "")
 	fs.StringVar(&o.Plugin, "plugin", spec.PluginTorchDDP, "")
+	fs.StringVar(&budgets, "budget", "", "")
 	fs.IntVar(&o.Profile, "profile", 0, "")
 	fs.BoolVar(&o.Graphs, "graphs", false, "")
 	pos, done, code := c.parseArgs(fs, benchUsage, args)
@@ -65,10 +72,14 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 		return c.usageError("bench", "width, batch and steps must be >= 1, warmup and profile >= 0")
 	}
 	o.Precisions = strings.Split(precisions, ",")
+	var err error
+	if o.Budgets, err = parseBudgets(budgets); err != nil {
+		return c.usageError("bench", err.Error())
+	}
 	res, err := runner.Bench(ctx, o)
 	for _, r := range res {
-		fmt.Fprintf(c.stdout, "%-14s %-5s %-28s %8.2f ms/step %9.0f images/s  peak %s%s\n",
-			r.Plugin, r.Precision, r.Device, r.StepMS, r.ImagesPerSec, spec.FormatSize(r.PeakBytes), graphCols(r))
+		fmt.Fprintf(c.stdout, "%-14s %-5s %-28s %8.2f ms/step %9.0f images/s  peak %s%s%s\n",
+			r.Plugin, r.Precision, r.Device, r.StepMS, r.ImagesPerSec, spec.FormatSize(r.PeakBytes), budgetCol(r), graphCols(r))
 	}
 	writeGraphVerdicts(c.stdout, res)
 	for _, r := range res {
@@ -79,6 +90,39 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// parseBudgets parses --budget: sizes or fractions "1/N" (N >= 1).
+func parseBudgets(list string) ([]runner.BenchBudget, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var out []runner.BenchBudget
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if d, ok := strings.CutPrefix(f, "1/"); ok {
+			n, err := strconv.Atoi(d)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("--budget %q: want a size or a fraction 1/N with N >= 1", f)
+			}
+			out = append(out, runner.BenchBudget{Of: n})
+			continue
+		}
+		b, err := spec.ParseSize(f)
+		if err != nil || b <= 0 {
+			return nil, fmt.Errorf("--budget %q: want a size (e.g. 139MB) or a fraction 1/N", f)
+		}
+		out = append(out, runner.BenchBudget{Bytes: b})
+	}
+	return out, nil
+}
+
+// budgetCol names a Gemini budgeted result's device budget.
+func budgetCol(r runner.BenchResult) string {
+	if r.Budget == 0 {
+		return ""
+	}
+	return "  budget " + spec.FormatSize(r.Budget)
 }
 
 // graphCols is the eager/graph column and state digest of a --graphs run.

@@ -70,3 +70,31 @@ func TestBenchGraphVerdicts(t *testing.T) {
 		t.Errorf("verdicts:\n%s\nwant:\n%s", out.String(), want)
 	}
 }
+
+// Gemini's budgets: each budgeted run is timed after the unlimited one and
+// names its budget; a budget below the activations fails naming it; bad
+// lists and a budget for another plugin are usage errors.
+func TestBenchGeminiBudgets(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"bench", "--device", "cpu", "--width", "4", "--batch", "4", "--steps", "2", "--warmup", "2",
+		"--precision", "fp16", "--plugin", "gemini", "--budget"}
+	if code := newCLI(&out, &errb).main(context.Background(), append(args, "64MiB")); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || strings.Contains(lines[0], "budget") || !strings.Contains(lines[1], "budget 64.00 MiB") {
+		t.Fatalf("bench output:\n%s", out.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := newCLI(&out, &errb).main(context.Background(), append(args, "1KiB")); code != exitFailed ||
+		!strings.Contains(errb.String(), "budget 1.00 KiB") || !strings.Contains(errb.String(), "non-model") {
+		t.Errorf("budget below the activations: exit %d, %q", code, errb.String())
+	}
+	for _, bad := range [][]string{append(args, "1/0"), append(args, "lots"), {"bench", "--budget", "1/2"}} {
+		errb.Reset()
+		if code := newCLI(&out, &errb).main(context.Background(), bad); code == exitOK || !strings.Contains(errb.String(), "budget") {
+			t.Errorf("%v: exit %d, %q (want an error naming the budget)", bad, code, errb.String())
+		}
+	}
+}
