@@ -33,10 +33,16 @@
 // warm-up, which also records each operator's non-model memory) so the
 // operator's traced peak fits; with MaxPrefetch the next chunks of the
 // traced order are uploaded ahead as far as the budget allows
-// (prefetch.go). HybridAdam updates the optimizer chunks on
-// the device with the device backend and those in host memory with the
-// CPU backend in the same step. Moves and placement only copy values, so a
-// budgeted run computes exactly what an unbudgeted one does.
+// (prefetch.go). On a GPU the host tier is the device's pinned memory
+// (kernels.PinnedHost), so moves are DMA without staging copies.
+// HybridAdam updates the optimizer chunks on the device with the device
+// backend and those in host memory with the CPU backend in the same step;
+// a host chunk is updated as soon as its gradient shard has arrived,
+// during the rest of backward, into a second set of buffers that the step
+// keeps only when the overflow vote says it counts (early.go). Moves and
+// placement only copy values, and both backends' Adam do the same IEEE
+// operations, so a budgeted run computes exactly what an unbudgeted one
+// does, on the CPU and on the GPU.
 //
 // Collectives. Step, State and LoadState are collectives, and so is every
 // Forward of Model() when chunks are sharded (evaluation must run on every
