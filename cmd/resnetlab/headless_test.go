@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ func TestHeadlessLines(t *testing.T) {
 	h.handle(runner.Log{Run: info.ID, Level: "info", Text: "warm-up done"})
 	h.handle(runner.Log{Level: "info", Text: "using 2 GPUs"})
 	h.handle(runner.EpochDone{Run: info.ID, Epoch: 1, Loss: 1.83, TestAcc: 0.4567, Seconds: 31.25, LR: 0.002})
+	h.handle(runner.EpochDone{Run: info.ID, Epoch: 2, Loss: 1.5, TestAcc: math.NaN(), Seconds: 31.25, LR: 0.002}) // eval_every skipped it
 	h.handle(runner.CheckpointSaved{Run: info.ID, Epoch: 5, Dir: "ck", Files: []string{"a", "b", "c"}})
 	h.handle(runner.Paused{Run: info.ID, Epoch: 6, Step: 7})
 	h.handle(runner.Resumed{Run: info.ID})
@@ -49,6 +51,7 @@ func TestHeadlessLines(t *testing.T) {
 [gemini-fp16-2] warm-up done
 using 2 GPUs
 [gemini-fp16-2] epoch 1/80: loss 1.8300, test acc 45.67%, lr 0.002, 31.2 s, ETA 41m09s
+[gemini-fp16-2] epoch 2/80: loss 1.5000, test acc not evaluated, lr 0.002, 31.2 s, ETA 40m38s
 [gemini-fp16-2] checkpoint of epoch 5 saved in ck (3 files; --resume 5 continues from it)
 [gemini-fp16-2] paused at epoch 6 step 7
 [gemini-fp16-2] resumed
