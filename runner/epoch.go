@@ -91,13 +91,24 @@ func (j *job) endEpoch() error {
 	return nil
 }
 
+// evalBatch is the evaluation's batch size: the reference's 128, but at
+// most the training batch under a Gemini device budget, whose planning
+// holds for the activations of a training batch: a larger evaluation batch
+// would take the rank over its budget.
+func (j *job) evalBatch() int {
+	if j.cell.Plugin == spec.PluginGemini && j.spec.Gemini.DeviceBudget > 0 {
+		return min(EvalBatch, j.spec.BatchSize)
+	}
+	return EvalBatch
+}
+
 // evaluate scores rank 0's model on the test set (batch 128, eval mode).
 // Every rank holds the same weights and running statistics.
 func (j *job) evaluate() (acc float64, perClass []float64, err error) {
 	// Every rank runs it: Gemini gathers its sharded chunks collectively.
 	err = j.pool.do(func(r int) error {
 		rs := j.ranks[r]
-		a, pc := evaluateModel(rs.eng.Model(), rs.be, j.test, rs.devTest, j.precision, EvalBatch)
+		a, pc := evaluateModel(rs.eng.Model(), rs.be, j.test, rs.devTest, j.precision, j.evalBatch())
 		if r == 0 {
 			acc, perClass = a, pc
 		}

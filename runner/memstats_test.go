@@ -64,6 +64,12 @@ func TestGeminiMemoryIsReported(t *testing.T) {
 // the device: width 8, batch 2 (the proportions of gemini's budget tests).
 func smallBatchSpec(t *testing.T, extra string) *spec.Spec {
 	t.Helper()
+	return smallBatchSpecTest(t, extra, 10)
+}
+
+// smallBatchSpecTest is smallBatchSpec with test test images.
+func smallBatchSpecTest(t *testing.T, extra string, test int) *spec.Spec {
+	t.Helper()
 	dir := t.TempDir()
 	src := fmt.Sprintf(`
 name = "small"
@@ -78,9 +84,9 @@ results_dir = %q
 %s
 [synthetic]
 train = 8
-test = 10
+test = %d
 seed = 3
-`, filepath.Join(dir, "ckpt-{plugin}"), filepath.Join(dir, "results"), extra)
+`, filepath.Join(dir, "ckpt-{plugin}"), filepath.Join(dir, "results"), extra, test)
 	s, err := spec.Parse(filepath.Join(dir, "small.toml"), []byte(src))
 	if err != nil {
 		t.Fatal(err)
@@ -95,4 +101,20 @@ func mustCollect(t *testing.T, s *spec.Spec) []Event {
 		t.Fatal(err)
 	}
 	return evs
+}
+
+// Two ranks under half their unbudgeted peak, with a test set larger than
+// a training batch: every rank's device peak, collectives' scratch and the
+// evaluation included, stays within the budget.
+func TestGeminiTwoRanksKeepTheBudget(t *testing.T) {
+	gem := "[[run]]\nplugin = \"gemini\"\nprecision = \"fp16\"\ngpus = 2\n"
+	chunks := "[gemini]\nplacement = \"auto\"\nchunk_size = \"72KiB\"\n"
+	free := finished(t, mustCollect(t, smallBatchSpecTest(t, gem+chunks, 128)))[0]
+	budget := free.PeakDeviceBytes[0] / 2 >> 10 << 10
+	res := finished(t, mustCollect(t, smallBatchSpecTest(t, gem+chunks+fmt.Sprintf("device_budget = \"%dKiB\"\n", budget>>10), 128)))[0]
+	for r, p := range res.PeakDeviceBytes {
+		if p > budget {
+			t.Errorf("rank %d: peak device %d B over the budget %d B (gemini's own step peak %d B)", r, p, budget, res.Gemini[r].PeakDeviceBytes)
+		}
+	}
 }

@@ -106,6 +106,8 @@ import "resnetlab/engine"
 //	[gemini]               gemini only
 //	placement       string "static"    "static" | "auto"
 //	device_budget   size   "0"         device memory a rank may use; "0" = unlimited
+//	                                   (the evaluation then runs in batches of at
+//	                                   most batch_size, so it keeps the budget too)
 //	chunk_size      size   "auto"      chunk capacity, or "auto" to search for one
 //	shard_param_frac   float 1.0       static: fraction of chunks sharded over ranks
 //	offload_optim_frac float 0.0       static: fraction of optimizer state on the host
