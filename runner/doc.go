@@ -1,7 +1,7 @@
-// Package runner turns a spec into trained runs: it plans where each run's
-// ranks compute (backend.go, concurrent.go), drives each run's lifecycle —
-// data, model, plugin, the epoch loop, evaluation, pause, checkpoint-now,
-// stop, resume (run.go, schedule.go, train.go, epoch.go) — and writes what a
+// Package runner turns a spec into trained runs: it schedules the grid's
+// runs and plans where each run's ranks compute (grid.go), drives each
+// run's lifecycle — data, model, plugin, the epoch loop, evaluation, pause,
+// checkpoint-now, stop, resume (run.go, train.go, epoch.go) — and writes what a
 // run leaves behind: checkpoints (through package ckpt, which owns the
 // container; resume.go is the run's side of it) and result files (through
 // report.WriteResult), exports and imports (interop.go). It also
