@@ -4,18 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"resnetlab/ckpt"
-	"resnetlab/report"
-	"resnetlab/spec"
+	"os"
 	"time"
 
+	"resnetlab/ckpt"
 	"resnetlab/comm"
 	"resnetlab/data"
 	"resnetlab/device"
 	"resnetlab/engine"
 	"resnetlab/kernels"
 	"resnetlab/model"
+	"resnetlab/report"
+	"resnetlab/spec"
 )
 
 // job trains one cell of a spec's grid: a driver goroutine (this one) and
@@ -70,9 +70,6 @@ type rankState struct {
 	devErr       error // why dev is nil, when device batches were wanted
 }
 
-// errStopped ends a run that a Stop command or Ctrl-C interrupted.
-var errStopped = errors.New("stopped")
-
 func (j *job) emit(e Event) {
 	if j.events != nil {
 		j.events <- e
@@ -81,6 +78,139 @@ func (j *job) emit(e Event) {
 
 func (j *job) logf(level Level, format string, args ...any) {
 	j.emit(Log{Run: j.info.ID, Time: time.Now(), Level: level, Text: fmt.Sprintf(format, args...)})
+}
+
+// runCell trains one cell (from the checkpoint j.startFrom unless it is
+// zero) and writes its result. A panic of the run's driver fails this run
+// only.
+func runCell(ctx context.Context, j *job) error {
+	s, c := j.spec, j.cell
+	j.result = &report.Result{Run: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision,
+		WorldSize: c.WorldSize, Dataset: s.Dataset, Width: s.Width, BatchSize: s.BatchSize, Epochs: s.Epochs,
+		PeakDeviceBytes: make([]int64, c.WorldSize), PeakHostBytes: make([]int64, c.WorldSize)}
+	err := safely(func() error { return j.run(ctx) })
+	ferr := j.finish(err)
+	if j.recordable(err) && j.records() {
+		if werr := report.WriteResult(s.ResultsDir, j.result); werr != nil {
+			ferr = errors.Join(ferr, werr)
+		}
+	}
+	j.emit(RunFinished{Run: c.ID, Result: j.result, Err: ferr})
+	return ferr
+}
+
+// recordable reports whether the run's result may replace the result file
+// of an earlier run of the cell: only a run that trained, finished, or was
+// re-opened on purpose. A run that failed or was quit before its first step
+// is reported (RunFinished, the exit code), not recorded over the past.
+func (j *job) recordable(runErr error) bool {
+	return j.trained > 0 || runErr == nil || j.reopened
+}
+
+// run sets the job up and trains it.
+func (j *job) run(ctx context.Context) (err error) {
+	if j.precision, err = kernels.ParseDType(j.cell.Precision); err != nil {
+		return err
+	}
+	if j.info.StepsPerEpoch < 1 {
+		return fmt.Errorf("%s: %d training images cannot fill one batch of %d on each of %d ranks",
+			j.spec.File, j.train.N, j.spec.BatchSize, j.cell.WorldSize)
+	}
+	if j.plan, err = device.PlanFor(j.spec.Device, j.planRanks(), j.spec.ShareDevices); err != nil {
+		return err
+	}
+	j.plan.Place(j.place.share(), j.planRanks())
+	if n := j.plan.RunNotice(); n != "" {
+		j.logf(LevelWarn, "%s", n)
+	}
+	j.sched = model.MultiStepLR{Base: j.spec.ScaledLR(j.cell.WorldSize), Milestones: j.spec.Milestones, Gamma: j.spec.Gamma}
+	defer func() {
+		j.failed = err != nil
+		j.close()
+	}()
+	if err := j.setup(); err != nil {
+		return err
+	}
+	j.info.Backend = j.plan.Kind
+	for _, rs := range j.ranks {
+		j.info.Devices = append(j.info.Devices, rs.be.Device())
+	}
+	j.result.Backend, j.result.Devices = j.info.Backend, j.info.Devices
+	if !noCheckpoints(j.cell.CheckpointDir) && j.records() { // held until the run ends: no other run's saves interleave
+		lock, err := ckpt.LockDir(j.cell.CheckpointDir, j.info.ID)
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
+	}
+	if !j.startFrom.IsZero() {
+		if err := j.resume(j.startFrom); err != nil {
+			return err
+		}
+	}
+	j.emit(RunStarted{Info: j.info, StartEpoch: j.startFrom.Epoch, StartStep: j.startFrom.Step})
+	if err := j.loop(ctx); err != nil {
+		return err
+	}
+	return j.digest()
+}
+
+// digest records the SHA-256 of the final model file (written now into a
+// scratch directory when the run keeps no checkpoint of its last epoch).
+func (j *job) digest() error {
+	meta := j.meta(j.spec.Epochs, j.info.StepsPerEpoch)
+	var st *engine.State
+	if j.world != nil { // every process takes part in the gather; rank 0 digests
+		var err error
+		if st, err = j.gatherState(); err != nil || !j.records() {
+			return err
+		}
+	}
+	if !noCheckpoints(j.cell.CheckpointDir) && j.spec.Interval > 0 { // endEpoch saved the last epoch
+		path, _, _ := ckpt.Paths(j.cell.CheckpointDir, j.spec.Epochs)
+		if _, err := os.Stat(path); err == nil {
+			sum, err := ckpt.FileSHA256(path)
+			j.result.ModelSHA256 = sum
+			return err
+		}
+	}
+	if st == nil {
+		var err error
+		if st, err = j.gatherState(); err != nil {
+			return err
+		}
+	}
+	var err error
+	j.result.ModelSHA256, err = ckpt.ModelDigest(st, meta)
+	return err
+}
+
+// finish fills the result's summary and applies target_acc.
+func (j *job) finish(runErr error) error {
+	r := j.result
+	if r.TrainSeconds > 0 {
+		r.ImagesPerSecond = float64(j.trainImages) / r.TrainSeconds
+	}
+	switch {
+	case errors.Is(runErr, errStopped):
+		r.Status = report.StatusStopped
+		return nil
+	case errors.Is(runErr, context.Canceled), errors.Is(runErr, context.DeadlineExceeded):
+		// Ctrl-C: signal.NotifyContext's cause is a context.Canceled too.
+		r.Status, r.Error = report.StatusInterrupted, runErr.Error()
+		return runErr
+	case runErr != nil:
+		r.Status, r.Error = report.StatusFailed, runErr.Error()
+		return runErr
+	}
+	r.Status = report.StatusDone
+	if t := j.spec.TargetAcc; t > 0 && r.FinalTestAcc < t {
+		err := fmt.Errorf("final test accuracy %.2f%% is below target_acc %.2f%% (%s)",
+			100*r.FinalTestAcc, 100*t, j.spec.File)
+		r.Status, r.Error = report.StatusFailed, err.Error()
+		return err
+	}
+	return nil
 }
 
 // setup opens every rank's backend and builds its model and engine.
@@ -221,256 +351,4 @@ func (j *job) close() {
 		return nil
 	})
 	j.pool.close()
-}
-
-// trainStep runs step j.step of epoch j.epoch on every rank.
-func (j *job) trainStep(lr float32) error {
-	epoch, step := j.epoch, j.step
-	return j.pool.do(func(r int) error {
-		rs := j.ranks[r]
-		if rs.dev != nil {
-			rs.dev.batch(rs.loader, epoch, step, rs.x, rs.yh)
-		} else {
-			rs.loader.Batch(epoch, step, rs.xh, rs.yh)
-			rs.in.upload(rs.be, rs.x, rs.xh)
-		}
-		rs.be.Upload(rs.y, rs.yh)
-		st, err := rs.eng.Step(rs.x, rs.y, lr)
-		rs.stats = st
-		if errors.Is(err, engine.ErrCapture) {
-			return fmt.Errorf("%w (cuda_graphs = true in %s: set it to false to train eagerly)", err, j.spec.File)
-		}
-		if err != nil {
-			return err
-		}
-		if j.precision == kernels.F32 && !finite(st.Loss) {
-			return fmt.Errorf("loss is %v at epoch %d step %d (fp32 has no loss scaler to skip it): %s",
-				st.Loss, epoch+1, step+1, firstNonFinite(rs.eng.Model()))
-		}
-		return nil
-	})
-}
-
-func finite(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
-
-// firstNonFinite names the first layer (in forward order) whose weights
-// or gradients hold inf or NaN.
-func firstNonFinite(m *model.ResNet) string {
-	be := m.Backend()
-	for _, p := range m.Params() {
-		if p.W == nil { // a Gemini chunk that is not on the device
-			continue
-		}
-		if be.NonFinite([]*kernels.Tensor{p.W}) {
-			return "first non-finite weights: " + p.Name
-		}
-		if p.G != nil && be.NonFinite([]*kernels.Tensor{p.G}) {
-			return "first non-finite gradient: " + p.Name
-		}
-	}
-	return "weights and gradients are finite: the input or the loss overflowed"
-}
-
-// meta describes a checkpoint taken now.
-func (j *job) meta(epoch, step int) ckpt.Meta {
-	return ckpt.Meta{Epoch: epoch, Step: step, StepsPerEpoch: j.info.StepsPerEpoch,
-		Plugin: j.cell.Plugin, Precision: j.cell.Precision, World: j.cell.WorldSize,
-		Width: j.spec.Width, InChannels: j.train.C, Classes: len(j.train.Classes), Dataset: j.spec.Dataset,
-		SynTest: j.spec.Synthetic.Test, SynSeed: int(j.spec.Synthetic.Seed),
-		History: trimEpochs(j.result.EpochResults, epoch), Partial: j.partial(step)}
-}
-
-// partial is the running sums of the epoch in progress when a checkpoint
-// is taken at step (of StepsPerEpoch), or nil at an epoch end.
-func (j *job) partial(step int) *ckpt.PartialEpoch {
-	if step >= j.info.StepsPerEpoch || j.epochSteps == 0 {
-		return nil
-	}
-	return &ckpt.PartialEpoch{LossSum: j.epochLoss, Steps: j.epochSteps, Seconds: j.epochTime.Seconds()}
-}
-
-// gatherState collects the full training state (a collective).
-func (j *job) gatherState() (*engine.State, error) {
-	states := make([]*engine.State, len(j.ranks))
-	err := j.pool.do(func(r int) error {
-		st, err := j.ranks[r].eng.State()
-		states[r] = st
-		return err
-	})
-	return states[0], err
-}
-
-// checkpoint saves the current position: an epoch end (step == steps per
-// epoch) or mid-epoch, named after the epoch in progress.
-func (j *job) checkpoint() error {
-	if noCheckpoints(j.cell.CheckpointDir) {
-		j.logf(LevelWarn, "no checkpoint directory configured: nothing saved")
-		return nil
-	}
-	if j.trained == 0 {
-		// Nothing changed since the start (or the resumed checkpoint): a
-		// save would be a step-0 model under an epoch's name.
-		j.logf(LevelInfo, "no checkpoint saved: nothing trained since the run started")
-		return nil
-	}
-	st, err := j.gatherState()
-	if err != nil || !j.records() {
-		return err
-	}
-	epoch, step := j.epoch+1, j.step
-	if j.step == 0 && j.epoch > 0 { // at an epoch boundary: the finished epoch
-		epoch, step = j.epoch, j.info.StepsPerEpoch
-	}
-	meta := j.meta(epoch, step)
-	files, err := ckpt.Save(j.cell.CheckpointDir, st, meta, j.sched)
-	if err != nil {
-		return err
-	}
-	ref := meta.Ref()
-	j.emit(CheckpointSaved{Run: j.info.ID, Epoch: ref.Epoch, Step: ref.Step, Dir: j.cell.CheckpointDir, Files: files})
-	return nil
-}
-
-// resume loads checkpoint ref into every rank and moves the position.
-func (j *job) resume(ref ckpt.Ref) error {
-	lc, err := ckpt.Load(j.cell.CheckpointDir, ref)
-	if err != nil {
-		return err
-	}
-	if err := j.checkResume(ref, lc); err != nil {
-		return err
-	}
-	if lc.StepsPerEpoch != j.info.StepsPerEpoch {
-		j.logf(LevelWarn, "checkpoint %s was taken with %d steps per epoch, this run has %d", ref, lc.StepsPerEpoch, j.info.StepsPerEpoch)
-	}
-	if err := j.pool.do(func(r int) error { return j.ranks[r].eng.LoadState(lc.State) }); err != nil {
-		return fmt.Errorf("resume from %s %s: %w", j.cell.CheckpointDir, ref.Describe(), err)
-	}
-	j.epoch, j.step = lc.Epoch, 0
-	j.epochLoss, j.epochSteps, j.epochTime = 0, 0, 0
-	if lc.Step < lc.StepsPerEpoch { // taken mid-epoch: continue that epoch
-		j.epoch, j.step = lc.Epoch-1, lc.Step
-		if p := lc.Partial; p != nil {
-			j.epochLoss, j.epochSteps = p.LossSum, p.Steps
-			j.epochTime = time.Duration(p.Seconds * float64(time.Second))
-		}
-	}
-	j.result.EpochResults = trimEpochs(j.result.EpochResults, j.epoch)
-	// A new process knows nothing of the epochs before the checkpoint: take
-	// them from it, so results and the TUI show the whole curve.
-	if h := trimEpochs(lc.History, j.epoch); len(h) > len(j.result.EpochResults) {
-		j.result.EpochResults = h
-	}
-	j.accuracyFromHistory()
-	j.logf(LevelInfo, "resumed from %s %s (continuing at epoch %d step %d)", j.cell.CheckpointDir, ref.Describe(), j.epoch+1, j.step+1)
-	return nil
-}
-
-// accuracyFromHistory sets the final and best accuracy from the epochs the
-// run has (after a resume, some come from the checkpoint), so that the best
-// epoch before the checkpoint still counts; later evaluations update them.
-func (j *job) accuracyFromHistory() {
-	r := j.result
-	r.FinalTestAcc, r.BestTestAcc = 0, 0
-	for _, e := range r.EpochResults {
-		if finite(float32(e.TestAcc)) {
-			r.FinalTestAcc, r.BestTestAcc = e.TestAcc, max(r.BestTestAcc, e.TestAcc)
-		}
-	}
-}
-
-func trimEpochs(es []report.EpochResult, upTo int) []report.EpochResult {
-	for i, e := range es {
-		if e.Epoch > upTo {
-			return es[:i]
-		}
-	}
-	return es
-}
-
-// control serves the commands that arrived, blocking while paused.
-func (j *job) control(ctx context.Context) error {
-	if err := j.worldInterrupted(ctx); err != nil {
-		return err
-	}
-	paused := false
-	for {
-		var cmd Command
-		if paused {
-			select {
-			case cmd = <-j.cmds:
-			case <-ctx.Done():
-				return j.interrupted(ctx)
-			}
-		} else {
-			select {
-			case cmd = <-j.cmds:
-			case <-ctx.Done():
-				return j.interrupted(ctx)
-			default:
-				return nil
-			}
-		}
-		switch c := cmd.(type) {
-		case Pause:
-			if !paused {
-				paused = true
-				j.emit(Paused{Run: j.info.ID, Epoch: j.epoch + 1, Step: j.step})
-			}
-		case Resume:
-			if paused {
-				paused = false
-				j.emit(Resumed{Run: j.info.ID})
-			}
-		case CheckpointNow:
-			if err := j.checkpoint(); err != nil {
-				j.logf(LevelError, "checkpoint failed: %v", err)
-			}
-		case Quit:
-			return j.quit(c.Checkpoint)
-		case Stop:
-			if c.Checkpoint {
-				if err := j.checkpoint(); err != nil {
-					return fmt.Errorf("checkpoint before stopping: %w", err)
-				}
-			}
-			return errStopped
-		case ResumeFrom:
-			if err := j.resume(c.Ref()); err != nil {
-				j.logf(LevelError, "%v", err)
-				continue
-			}
-			j.emit(RunStarted{Info: j.info, StartEpoch: c.Epoch, StartStep: c.Step})
-		}
-	}
-}
-
-// errQuit is how a run ends on Quit: interrupted, as by Ctrl-C (it wraps
-// context.Canceled), so the result says interrupted and the exit code is
-// 130 whichever way the user quit.
-var errQuit error = quitError{}
-
-type quitError struct{}
-
-func (quitError) Error() string        { return "interrupted: the grid was quit" }
-func (quitError) Is(target error) bool { return target == context.Canceled }
-
-// quit ends the run for Quit, checkpointing first if asked.
-func (j *job) quit(checkpoint bool) error {
-	if checkpoint {
-		if err := j.checkpoint(); err != nil {
-			return fmt.Errorf("%w; the checkpoint failed: %w", errQuit, err)
-		}
-	}
-	return errQuit
-}
-
-// interrupted handles Ctrl-C: checkpoint if the run keeps checkpoints.
-func (j *job) interrupted(ctx context.Context) error {
-	if !noCheckpoints(j.cell.CheckpointDir) && j.spec.Interval > 0 {
-		if err := j.checkpoint(); err != nil {
-			return fmt.Errorf("interrupted (%w); the checkpoint failed too: %w", context.Cause(ctx), err)
-		}
-	}
-	return fmt.Errorf("interrupted: %w", context.Cause(ctx))
 }
