@@ -17,12 +17,7 @@ import (
 // and resuming from the mid-epoch one trains the model of a run that was
 // never stopped.
 func TestMidEpochCheckpointSurvivesTheEpochEnd(t *testing.T) {
-	straight := tinySpec(t, "")
-	evs, err := collect(t, straight, RunOptions{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := finished(t, evs)[0]
+	want := straightRun(t)
 
 	s := tinySpec(t, "")
 	cells, _, _ := s.Cells()

@@ -104,18 +104,13 @@ func TestCtrlCWithFailingCheckpoint(t *testing.T) {
 // per-epoch losses as an uninterrupted one: the checkpoint carries the
 // running sums of the epoch in progress, not only the weights.
 func TestMidEpochResumeKeepsTheEpochLoss(t *testing.T) {
-	straight := tinySpec(t, "")
-	evs, err := collect(t, straight, RunOptions{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := finished(t, evs)[0]
+	want := straightRun(t)
 
 	s := tinySpec(t, "")
 	if _, err := interruptAfterFirstStep(t, s); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want the interruption", err)
 	}
-	evs, err = collect(t, s, RunOptions{Resume: ckpt.Ref{Epoch: 1, Step: 1}}, nil)
+	evs, err := collect(t, s, RunOptions{Resume: ckpt.Ref{Epoch: 1, Step: 1}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
