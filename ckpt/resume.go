@@ -60,26 +60,47 @@ func settingsDiff(path string, run Meta) string {
 		return ""
 	}
 	var diffs, fixes []string
-	for _, s := range []struct {
-		key, fix string
-		want     int
-	}{
-		{"width", "width = %d", run.Width},
-		{"in_channels", "in_channels = %d", run.InChannels},
-		{"num_classes", "a data set with %d classes", run.Classes},
-	} {
-		got, err := MetaInt(meta, s.key)
-		if err != nil || got == s.want {
-			continue
+	for _, d := range modelDiffs(meta, run) {
+		diffs = append(diffs, fmt.Sprintf("%s %d, this run has %d", d.key, d.got, d.want))
+		if d.spec != "" {
+			fixes = append(fixes, fmt.Sprintf("%s = %d", d.spec, d.got))
+		} else {
+			fixes = append(fixes, fmt.Sprintf("a data set with %d classes", d.got))
 		}
-		diffs = append(diffs, fmt.Sprintf("%s %d, this run has %d", s.key, got, s.want))
-		fixes = append(fixes, fmt.Sprintf(s.fix, got))
 	}
 	if len(diffs) == 0 {
 		return ""
 	}
 	return fmt.Sprintf("; the checkpoint was saved with %s (want %s in the spec, or resume = 0 to start afresh)",
 		strings.Join(diffs, "; "), strings.Join(fixes, " and "))
+}
+
+// modelDiff is a model setting recorded in a checkpoint file's metadata
+// with another value than the run's.
+type modelDiff struct {
+	key       string // the metadata key
+	spec      string // the spec key that sets it ("" for num_classes: the data set does)
+	got, want int    // the checkpoint's value and the run's
+}
+
+// modelDiffs lists width, in_channels and num_classes, in that order,
+// where meta records a value other than run's. Keys meta lacks are not
+// compared (a checkpoint imported from another program).
+func modelDiffs(meta map[string]any, run Meta) []modelDiff {
+	var out []modelDiff
+	for _, k := range []modelDiff{
+		{key: "width", spec: "width", want: run.Width},
+		{key: "in_channels", spec: "in_channels", want: run.InChannels},
+		{key: "num_classes", want: run.Classes},
+	} {
+		got, err := MetaInt(meta, k.key)
+		if err != nil || got == k.want {
+			continue
+		}
+		k.got = got
+		out = append(out, k)
+	}
+	return out
 }
 
 // CheckSameSnapshot makes sure the three files of epoch's checkpoint in dir
@@ -179,21 +200,10 @@ func CheckSameModel(dir string, ref Ref, run Meta) error {
 		return err
 	}
 	var diffs, fixes []string
-	for _, k := range []struct {
-		key, spec string
-		want      int
-	}{
-		{"width", "width", run.Width},
-		{"in_channels", "in_channels", run.InChannels},
-		{"num_classes", "", run.Classes},
-	} {
-		got, err := MetaInt(meta, k.key)
-		if err != nil || got == k.want {
-			continue
-		}
-		diffs = append(diffs, fmt.Sprintf("%s is %d in the checkpoint and %d in this run", k.key, got, k.want))
-		if k.spec != "" {
-			fixes = append(fixes, fmt.Sprintf("%s = %d", k.spec, got))
+	for _, d := range modelDiffs(meta, run) {
+		diffs = append(diffs, fmt.Sprintf("%s is %d in the checkpoint and %d in this run", d.key, d.got, d.want))
+		if d.spec != "" {
+			fixes = append(fixes, fmt.Sprintf("%s = %d", d.spec, d.got))
 		}
 	}
 	if got, err := MetaString(meta, "dataset"); err == nil && got != "" && canonicalData(got) != canonicalData(run.Dataset) {

@@ -74,14 +74,19 @@ func (c *NCCLComm) handle() (uintptr, error) {
 	return c.h, nil
 }
 
+// reduceArgs is the handle and NCCL reduction of a reducing collective.
+func (c *NCCLComm) reduceArgs(op Op) (h uintptr, o int32, err error) {
+	if h, err = c.handle(); err != nil {
+		return 0, 0, err
+	}
+	o, err = ncclRedOp(op)
+	return h, o, err
+}
+
 // AllReduce reduces count elements of send over ranks into recv (which may
 // be send), enqueued on stream.
 func (c *NCCLComm) AllReduce(send, recv uintptr, count int, dt NCCLDataType, op Op, stream uintptr) error {
-	h, err := c.handle()
-	if err != nil {
-		return err
-	}
-	o, err := ncclRedOp(op)
+	h, o, err := c.reduceArgs(op)
 	if err != nil {
 		return err
 	}
@@ -91,11 +96,7 @@ func (c *NCCLComm) AllReduce(send, recv uintptr, count int, dt NCCLDataType, op 
 // ReduceScatter reduces world*recvCount elements of send over ranks and
 // writes block Rank() into recv (recvCount elements).
 func (c *NCCLComm) ReduceScatter(send, recv uintptr, recvCount int, dt NCCLDataType, op Op, stream uintptr) error {
-	h, err := c.handle()
-	if err != nil {
-		return err
-	}
-	o, err := ncclRedOp(op)
+	h, o, err := c.reduceArgs(op)
 	if err != nil {
 		return err
 	}

@@ -8,21 +8,8 @@ import (
 
 func TestParseEnv(t *testing.T) {
 	full := map[string]string{"RANK": "2", "LOCAL_RANK": "0", "WORLD_SIZE": "4", "MASTER_ADDR": "node1", "MASTER_PORT": "29500"}
-	with := func(k, v string) map[string]string {
-		m := map[string]string{}
-		for kk, vv := range full {
-			m[kk] = vv
-		}
-		if v == "<unset>" {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-		return m
-	}
-	parse := func(m map[string]string) (Env, bool, error) {
-		return parseEnv(func(k string) (string, bool) { v, ok := m[k]; return v, ok })
-	}
+	with := func(k, v string) map[string]string { return withEnv(full, k, v) }
+	parse := func(m map[string]string) (Env, bool, error) { return parseEnv(lookupIn(m)) }
 	e, ok, err := parse(full)
 	if err != nil || !ok || e != (Env{Rank: 2, LocalRank: 0, WorldSize: 4, MasterAddr: "node1", MasterPort: 29500}) {
 		t.Fatalf("full env: %+v %v %v", e, ok, err)

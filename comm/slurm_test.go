@@ -9,6 +9,21 @@ func lookupIn(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
+// withEnv is a copy of base with k set to v, or without k when v is
+// "<unset>".
+func withEnv(base map[string]string, k, v string) map[string]string {
+	m := map[string]string{}
+	for kk, vv := range base {
+		m[kk] = vv
+	}
+	if v == "<unset>" {
+		delete(m, k)
+	} else {
+		m[k] = v
+	}
+	return m
+}
+
 func TestFirstHost(t *testing.T) {
 	for list, want := range map[string]string{
 		"node1": "node1", "gpu[07-09,12],login1": "gpu07", "a1,b[1-2]": "a1", "n[3]": "n3", "x[010,2]": "x010",
@@ -31,18 +46,7 @@ func TestParseSlurm(t *testing.T) {
 	if err != nil || !ok || e.Rank != 3 || e.LocalRank != 1 || e.WorldSize != 4 || e.MasterAddr != "gpu07" || e.MasterPort != 29500 {
 		t.Fatalf("%+v %v %v", e, ok, err)
 	}
-	with := func(k, v string) map[string]string {
-		m := map[string]string{}
-		for kk, vv := range base {
-			m[kk] = vv
-		}
-		if v == "<unset>" {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-		return m
-	}
+	with := func(k, v string) map[string]string { return withEnv(base, k, v) }
 	if e, _, err := parseSlurm(lookupIn(with("MASTER_ADDR", "head"))); err != nil || e.MasterAddr != "head" {
 		t.Errorf("MASTER_ADDR set: %+v %v", e, err)
 	}

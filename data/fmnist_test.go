@@ -51,6 +51,15 @@ func noSystemDir(t *testing.T) {
 	t.Cleanup(func() { SystemFashionMNISTDir = old })
 }
 
+// systemCopy points the system folder at a fresh one holding files.
+func systemCopy(t *testing.T, files map[string][]byte) {
+	t.Helper()
+	old := SystemFashionMNISTDir
+	SystemFashionMNISTDir = t.TempDir()
+	t.Cleanup(func() { SystemFashionMNISTDir = old })
+	writeFiles(t, SystemFashionMNISTDir, files)
+}
+
 func TestLoadFashionMNISTPadding(t *testing.T) {
 	noSystemDir(t)
 	for _, gz := range []bool{false, true} {
@@ -180,10 +189,7 @@ func TestLoadFashionMNISTReal(t *testing.T) {
 // a complete folder is named as the source.
 func TestLoadFashionMNISTPartialRootNotSystem(t *testing.T) {
 	files, _, _ := fmnistFiles(t, 4, 2, false)
-	old := SystemFashionMNISTDir
-	SystemFashionMNISTDir = t.TempDir()
-	t.Cleanup(func() { SystemFashionMNISTDir = old })
-	writeFiles(t, SystemFashionMNISTDir, files)
+	systemCopy(t, files)
 	root := t.TempDir()
 	testOnly := mergeFiles(files, nil)
 	delete(testOnly, fmnistBase.trainImages)
@@ -202,10 +208,7 @@ func TestLoadFashionMNISTPartialRootNotSystem(t *testing.T) {
 // OnlyRoot (a data_dir the spec names) never falls back to the system copy.
 func TestLoadFashionMNISTOnlyRoot(t *testing.T) {
 	files, _, _ := fmnistFiles(t, 4, 2, false)
-	old := SystemFashionMNISTDir
-	SystemFashionMNISTDir = t.TempDir()
-	t.Cleanup(func() { SystemFashionMNISTDir = old })
-	writeFiles(t, SystemFashionMNISTDir, files)
+	systemCopy(t, files)
 	root := t.TempDir()
 	if train, _, err := Load("fashion-mnist", root, Channels(1)); err != nil || train.Source != SystemFashionMNISTDir {
 		t.Fatalf("default root: source %v (%v), want the system copy", train, err)

@@ -4,39 +4,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
-)
 
-// refusedPromptly runs fn with a deadline: a FIFO must not block.
-func refusedPromptly(t *testing.T, path string, fn func() error) {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "is not a regular file") {
-			t.Fatalf("want 'not a regular file' naming %s, got %v", path, err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s: still blocked after 5s", path)
-	}
-}
+	"resnetlab/internal/testutil"
+)
 
 func TestRefusesNonRegular(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "model_1.pth")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skip("mkfifo:", err)
-	}
-	zero := filepath.Join(dir, "zero.pth")
-	if err := os.Symlink("/dev/zero", zero); err != nil {
-		t.Fatal(err)
-	}
+	fifo, zero := filepath.Join(dir, "model_1.pth"), filepath.Join(dir, "zero.pth")
+	testutil.HostileFiles(t, fifo, zero)
 	for _, p := range []string{fifo, zero, dir} {
-		refusedPromptly(t, p, func() error { _, err := ReadFile(p, 1<<20); return err })
-		refusedPromptly(t, p, func() error {
+		testutil.RefusedPromptly(t, p, func() error { _, err := ReadFile(p, 1<<20); return err })
+		testutil.RefusedPromptly(t, p, func() error {
 			f, err := OpenRegular(p)
 			if f != nil {
 				f.Close()

@@ -1,13 +1,18 @@
-// Package runner turns a spec into trained runs: it plans where each run's
-// ranks compute (backend.go, concurrent.go), drives each run's lifecycle —
-// data, model, plugin, the epoch loop, evaluation, pause, checkpoint-now,
-// stop, resume (run.go, schedule.go, train.go, epoch.go) — and writes what a
-// run leaves behind: checkpoints (through package ckpt, which owns the
-// container; resume.go is the run's side of it) and result files (through
-// report.WriteResult), exports and imports (interop.go). It also
-// measures steps (bench.go) and scores saved models (evalcmd.go). The spec
-// language and grid expansion are package spec; result files, reports and
-// plots are package report.
+// Package runner turns a spec into trained runs. RunSpec (run.go) checks
+// once what every run needs and hands the runs to the grid (grid.go),
+// which plans how many train at once and where, starts them, and routes
+// every command to its run. Each run is a job (job.go: set-up, the result,
+// tear-down) with one goroutine per rank (ranks.go) and its collectives
+// (comm.go; dist.go when the ranks are processes). A job trains in the
+// epoch loop (loop.go: epochs, evaluation, memory events), one training
+// step at a time (step.go), and between steps serves pause, resume,
+// checkpoint-now, stop, quit and resume-from (control.go). The package writes
+// what a run leaves behind: checkpoints (through package ckpt, which owns the
+// container; checkpoint.go is the run's side of it: taking a save, resuming
+// from one) and result files (through report.WriteResult), exports and
+// imports (interop.go). It also measures steps (bench.go) and scores saved
+// models (evalcmd.go). The spec language and grid expansion are package
+// spec; result files, reports and plots are package report.
 //
 // The front ends talk to it only through RunSpec's channels: Event values
 // out (events.go), Command values in. Nothing here knows about terminals.

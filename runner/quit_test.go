@@ -70,24 +70,13 @@ func TestQuitStopsTheGrid(t *testing.T) {
 		}
 		os.RemoveAll(run1.CheckpointDir)
 
-		events := make(chan Event, 1024)
-		cmds := make(chan Command, 4)
-		var got []Event
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			sent := false
-			for e := range events {
-				got = append(got, e)
-				if sd, ok := e.(StepDone); ok && sd.Run == run1.ID && sd.Step == 2 && !sent {
-					cmds <- Quit{Checkpoint: save}
-					sent = true
-				}
+		sent := false
+		got, err := driveGrid(t, context.Background(), s, RunOptions{StayOpen: true}, func(e Event, cmds chan<- Command) {
+			if sd, ok := e.(StepDone); ok && sd.Run == run1.ID && sd.Step == 2 && !sent {
+				cmds <- Quit{Checkpoint: save}
+				sent = true
 			}
-		}()
-		err := RunSpec(context.Background(), s, RunOptions{StayOpen: true}, events, cmds)
-		close(events)
-		<-done
+		})
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("checkpoint %v: RunSpec = %v, want an interruption", save, err)
 		}

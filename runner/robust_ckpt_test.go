@@ -17,12 +17,7 @@ import (
 // and resuming from the mid-epoch one trains the model of a run that was
 // never stopped.
 func TestMidEpochCheckpointSurvivesTheEpochEnd(t *testing.T) {
-	straight := tinySpec(t, "")
-	evs, err := collect(t, straight, RunOptions{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := finished(t, evs)[0]
+	want := straightRun(t)
 
 	s := tinySpec(t, "")
 	cells, _, _ := s.Cells()
@@ -60,36 +55,26 @@ func TestMidEpochCheckpointSurvivesTheEpochEnd(t *testing.T) {
 // saved and its model file's SHA-256 at that moment.
 func checkpointMidEpoch(t *testing.T, s *spec.Spec, id string) ([]Event, ckpt.Ref, [32]byte) {
 	t.Helper()
-	events, cmds := make(chan Event), make(chan Command, 4)
-	var got []Event
 	var mid ckpt.Ref
 	var sum [32]byte
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		asked := false
-		for e := range events {
-			got = append(got, e)
-			switch e := e.(type) {
-			case StepDone:
-				if !asked {
-					asked = true
-					cmds <- To{Run: id, Cmd: Pause{}}
-				}
-			case Paused:
-				cmds <- To{Run: id, Cmd: CheckpointNow{}}
-			case CheckpointSaved:
-				if mid.IsZero() {
-					mid = e.Ref()
-					sum = sha256File(t, e.Files[0])
-					cmds <- To{Run: id, Cmd: Resume{}}
-				}
+	asked := false
+	got, err := driveGrid(t, context.Background(), s, RunOptions{}, func(e Event, cmds chan<- Command) {
+		switch e := e.(type) {
+		case StepDone:
+			if !asked {
+				asked = true
+				cmds <- To{Run: id, Cmd: Pause{}}
+			}
+		case Paused:
+			cmds <- To{Run: id, Cmd: CheckpointNow{}}
+		case CheckpointSaved:
+			if mid.IsZero() {
+				mid = e.Ref()
+				sum = sha256File(t, e.Files[0])
+				cmds <- To{Run: id, Cmd: Resume{}}
 			}
 		}
-	}()
-	err := RunSpec(context.Background(), s, RunOptions{}, events, cmds)
-	close(events)
-	<-done
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,35 +15,24 @@ import (
 
 // interruptAfterFirstStep runs s under signal.NotifyContext, as the CLI
 // does, and sends this process SIGINT (Ctrl-C) once the first step is
-// published. The events channel is unbuffered and the consumer waits for
-// the context to be cancelled before it reads on, so the run cannot train
-// past the step that follows.
+// published. driveGrid's events channel is unbuffered and react waits for
+// the context to be cancelled before the next event is read, so the run
+// cannot train past the step that follows.
 func interruptAfterFirstStep(t *testing.T, s *spec.Spec) ([]Event, error) {
 	t.Helper()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	events := make(chan Event)
-	var got []Event
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sent := false
-		for e := range events {
-			got = append(got, e)
-			if _, ok := e.(StepDone); ok && !sent {
-				sent = true
-				if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-					t.Error(err)
-					return
-				}
-				<-ctx.Done()
+	sent := false
+	return driveGrid(t, ctx, s, RunOptions{}, func(e Event, _ chan<- Command) {
+		if _, ok := e.(StepDone); ok && !sent {
+			sent = true
+			if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+				t.Error(err)
+				return
 			}
+			<-ctx.Done()
 		}
-	}()
-	err := RunSpec(ctx, s, RunOptions{}, events, nil)
-	close(events)
-	<-done
-	return got, err
+	})
 }
 
 // A run ended by Ctrl-C says "interrupted" (not "failed"): in its result
@@ -104,18 +93,13 @@ func TestCtrlCWithFailingCheckpoint(t *testing.T) {
 // per-epoch losses as an uninterrupted one: the checkpoint carries the
 // running sums of the epoch in progress, not only the weights.
 func TestMidEpochResumeKeepsTheEpochLoss(t *testing.T) {
-	straight := tinySpec(t, "")
-	evs, err := collect(t, straight, RunOptions{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := finished(t, evs)[0]
+	want := straightRun(t)
 
 	s := tinySpec(t, "")
 	if _, err := interruptAfterFirstStep(t, s); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want the interruption", err)
 	}
-	evs, err = collect(t, s, RunOptions{Resume: ckpt.Ref{Epoch: 1, Step: 1}}, nil)
+	evs, err := collect(t, s, RunOptions{Resume: ckpt.Ref{Epoch: 1, Step: 1}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,19 +2,12 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"resnetlab/ckpt"
-	"resnetlab/report"
-	"resnetlab/spec"
 	"time"
 
 	"resnetlab/data"
 	"resnetlab/device"
-	"resnetlab/engine"
-	"resnetlab/kernels"
-	"resnetlab/model"
+	"resnetlab/spec"
 )
 
 // RunSpec runs every cell of spec, publishing events and obeying cmds. The
@@ -112,109 +105,4 @@ func runInfo(s *spec.Spec, c spec.Cell, train *data.Dataset) RunInfo {
 	return RunInfo{ID: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision, WorldSize: c.WorldSize,
 		Dataset: s.Dataset, Epochs: s.Epochs, CheckpointDir: c.CheckpointDir,
 		StepsPerEpoch: train.N / c.WorldSize / s.BatchSize}
-}
-
-// runCell trains one cell (from the checkpoint j.startFrom unless it is
-// zero) and writes its result. A panic of the run's driver fails this run
-// only.
-func runCell(ctx context.Context, j *job) error {
-	s, c := j.spec, j.cell
-	j.result = &report.Result{Run: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision,
-		WorldSize: c.WorldSize, Dataset: s.Dataset, Width: s.Width, BatchSize: s.BatchSize, Epochs: s.Epochs,
-		PeakDeviceBytes: make([]int64, c.WorldSize), PeakHostBytes: make([]int64, c.WorldSize)}
-	err := safely(func() error { return j.run(ctx) })
-	ferr := j.finish(err)
-	if j.recordable(err) && j.records() {
-		if werr := report.WriteResult(s.ResultsDir, j.result); werr != nil {
-			ferr = errors.Join(ferr, werr)
-		}
-	}
-	j.emit(RunFinished{Run: c.ID, Result: j.result, Err: ferr})
-	return ferr
-}
-
-// recordable reports whether the run's result may replace the result file
-// of an earlier run of the cell: only a run that trained, finished, or was
-// re-opened on purpose. A run that failed or was quit before its first step
-// is reported (RunFinished, the exit code), not recorded over the past.
-func (j *job) recordable(runErr error) bool {
-	return j.trained > 0 || runErr == nil || j.reopened
-}
-
-// run sets the job up and trains it.
-func (j *job) run(ctx context.Context) (err error) {
-	if j.precision, err = kernels.ParseDType(j.cell.Precision); err != nil {
-		return err
-	}
-	if j.info.StepsPerEpoch < 1 {
-		return fmt.Errorf("%s: %d training images cannot fill one batch of %d on each of %d ranks",
-			j.spec.File, j.train.N, j.spec.BatchSize, j.cell.WorldSize)
-	}
-	if j.plan, err = device.PlanFor(j.spec.Device, j.planRanks(), j.spec.ShareDevices); err != nil {
-		return err
-	}
-	j.plan.Place(j.place.share(), j.planRanks())
-	if n := j.plan.RunNotice(); n != "" {
-		j.logf(LevelWarn, "%s", n)
-	}
-	j.sched = model.MultiStepLR{Base: j.spec.ScaledLR(j.cell.WorldSize), Milestones: j.spec.Milestones, Gamma: j.spec.Gamma}
-	defer func() {
-		j.failed = err != nil
-		j.close()
-	}()
-	if err := j.setup(); err != nil {
-		return err
-	}
-	j.info.Backend = j.plan.Kind
-	for _, rs := range j.ranks {
-		j.info.Devices = append(j.info.Devices, rs.be.Device())
-	}
-	j.result.Backend, j.result.Devices = j.info.Backend, j.info.Devices
-	if !noCheckpoints(j.cell.CheckpointDir) && j.records() { // held until the run ends: no other run's saves interleave
-		lock, err := ckpt.LockDir(j.cell.CheckpointDir, j.info.ID)
-		if err != nil {
-			return err
-		}
-		defer lock.Release()
-	}
-	if !j.startFrom.IsZero() {
-		if err := j.resume(j.startFrom); err != nil {
-			return err
-		}
-	}
-	j.emit(RunStarted{Info: j.info, StartEpoch: j.startFrom.Epoch, StartStep: j.startFrom.Step})
-	if err := j.loop(ctx); err != nil {
-		return err
-	}
-	return j.digest()
-}
-
-// digest records the SHA-256 of the final model file (written now into a
-// scratch directory when the run keeps no checkpoint of its last epoch).
-func (j *job) digest() error {
-	meta := j.meta(j.spec.Epochs, j.info.StepsPerEpoch)
-	var st *engine.State
-	if j.world != nil { // every process takes part in the gather; rank 0 digests
-		var err error
-		if st, err = j.gatherState(); err != nil || !j.records() {
-			return err
-		}
-	}
-	if !noCheckpoints(j.cell.CheckpointDir) && j.spec.Interval > 0 { // endEpoch saved the last epoch
-		path, _, _ := ckpt.Paths(j.cell.CheckpointDir, j.spec.Epochs)
-		if _, err := os.Stat(path); err == nil {
-			sum, err := ckpt.FileSHA256(path)
-			j.result.ModelSHA256 = sum
-			return err
-		}
-	}
-	if st == nil {
-		var err error
-		if st, err = j.gatherState(); err != nil {
-			return err
-		}
-	}
-	var err error
-	j.result.ModelSHA256, err = ckpt.ModelDigest(st, meta)
-	return err
 }

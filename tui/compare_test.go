@@ -54,23 +54,9 @@ func TestCompareGolden(t *testing.T) {
 // comparison.
 func fourRunModel(t *testing.T, w, h int) Model {
 	t.Helper()
-	f := fourRunFake(t)
-	f.start()
-	m := New(f.options())
-	deadline := time.After(20 * time.Second)
-	for {
-		select {
-		case ev := <-f.out:
-			m = step(m, eventMsg{ev})
-		case <-time.After(20 * time.Millisecond):
-			if _, halted := f.state(); halted {
-				m.w, m.h, m.st = w, h, newStyles(true)
-				return step(m, keyMsg("v"))
-			}
-		case <-deadline:
-			t.Fatal("fake runner did not halt")
-		}
-	}
+	m := haltedModel(t, fourRunFake(t))
+	m.w, m.h, m.st = w, h, newStyles(true)
+	return step(m, keyMsg("v"))
 }
 
 // plotMarks counts each run's marker inside the plot areas (the cells

@@ -17,12 +17,25 @@ import (
 // done, the gemini run in its third epoch, the last run queued.
 var goldenHalt = haltAt{run: "gemini-fp16-2", epoch: 3, step: 12}
 
+// goldenFake is a fake runner that halts at goldenHalt (not started).
+func goldenFake(t *testing.T) *fakeRunner {
+	t.Helper()
+	f := newFakeRunner(t, 0)
+	f.halt = goldenHalt
+	return f
+}
+
 // populatedModel feeds the fake's events straight into a Model (no
 // program) until the fake halts.
 func populatedModel(t *testing.T) Model {
 	t.Helper()
-	f := newFakeRunner(t, 0)
-	f.halt = goldenHalt
+	return haltedModel(t, goldenFake(t))
+}
+
+// haltedModel starts f and feeds its events straight into a new Model (no
+// program) until f halts.
+func haltedModel(t *testing.T, f *fakeRunner) Model {
+	t.Helper()
 	f.start()
 	m := New(f.options())
 	deadline := time.After(20 * time.Second)
@@ -83,11 +96,7 @@ func TestGolden(t *testing.T) {
 		w, h int
 	}{{"80x24", 80, 24}, {"160x48", 160, 48}} {
 		t.Run(sz.name, func(t *testing.T) {
-			f := newFakeRunner(t, 0)
-			f.halt = goldenHalt
-			f.start()
-			tm, rec := startTUI(t, f.options(), sz.w, sz.h)
-			waitHalted(t, f, rec)
+			tm, _ := haltedTUI(t, sz.w, sz.h)
 			if err := tm.Quit(); err != nil {
 				t.Fatal(err)
 			}
@@ -108,14 +117,21 @@ func waitHalted(t *testing.T, f *fakeRunner, rec *recorder) {
 	})
 }
 
+// haltedTUI starts the program at w x h on goldenFake and waits until it
+// has shown everything the fake sent before halting.
+func haltedTUI(t *testing.T, w, h int) (*teatest.TestModel, *recorder) {
+	t.Helper()
+	f := goldenFake(t)
+	f.start()
+	tm, rec := startTUI(t, f.options(), w, h)
+	waitHalted(t, f, rec)
+	return tm, rec
+}
+
 // A WindowSizeMsg re-lays the screen out: the wide layout adds the memory
 // table, a narrow one drops it, and the line count follows the height.
 func TestResize(t *testing.T) {
-	f := newFakeRunner(t, 0)
-	f.halt = goldenHalt
-	f.start()
-	tm, rec := startTUI(t, f.options(), 80, 24)
-	waitHalted(t, f, rec)
+	tm, rec := haltedTUI(t, 80, 24)
 	table := "param   grad  optim" // header of the per-category table (wide only)
 	s, _ := rec.get()
 	checkSize(t, s, 80, 24)

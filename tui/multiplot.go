@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/x/ansi"
 )
 
 // series is one run's curve in a multiPlot: evenly spaced values from
@@ -41,39 +40,22 @@ type cellOf struct {
 	mark  rune
 }
 
+// render draws the series into exactly h lines of w cells, in the frame
+// (labels and axes) of a single-run plot of all their values.
 func (p multiPlot) render(w, h int) []string {
 	var all []float64
 	for _, s := range p.series {
 		all = append(all, s.ys...)
 	}
 	base := plot{ys: all, xLo: p.xLo, xHi: p.xHi, yFmt: p.yFmt}
-	if h < 2 || w < 8 {
-		return fitBlock(nil, w, h)
-	}
-	lo, hi, ok := base.yRange()
-	if !ok {
-		return fitBlock([]string{"", "  (no data yet)"}, w, h)
-	}
-	rows := h - 1
-	labels := base.yLabels(lo, hi, rows)
-	lw := 0
-	for _, l := range labels {
-		lw = max(lw, ansi.StringWidth(l))
-	}
-	cw := w - lw - 1
-	if cw < 2 {
-		return fitBlock(nil, w, h)
-	}
-	grid := p.cells(lo, hi, cw, rows)
-	out := make([]string, 0, h)
-	for r := range rows {
-		axis := "│"
-		if labels[r] != "" {
-			axis = "┤"
+	return base.frame(w, h, func(lo, hi float64, cw, rows int) []string {
+		grid := p.cells(lo, hi, cw, rows)
+		lines := make([]string, rows)
+		for r := range lines {
+			lines[r] = p.line(grid[r])
 		}
-		out = append(out, fitLine(padLeft(labels[r], lw)+axis+p.line(grid[r]), w))
-	}
-	return append(out, fitLine(strings.Repeat(" ", lw)+"└"+base.xAxis(cw-1), w))
+		return lines
+	})
 }
 
 // xCell maps an x value to a cell column of a cw-cell plot.

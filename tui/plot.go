@@ -23,6 +23,21 @@ var brailleBit = [2][4]rune{{0x01, 0x02, 0x04, 0x40}, {0x08, 0x10, 0x20, 0x80}}
 // render draws the plot into exactly h lines of w cells: a y-axis label
 // column, the braille area and one line of x-axis labels.
 func (p plot) render(w, h int) []string {
+	return p.frame(w, h, func(lo, hi float64, cw, rows int) []string {
+		grid := rasterize(p.ys, lo, hi, 2*cw, 4*rows)
+		lines := make([]string, rows)
+		for r := range lines {
+			lines[r] = cells(grid, r, cw)
+		}
+		return lines
+	})
+}
+
+// frame draws exactly h lines of w cells: the y-axis labels of p's value
+// range, the axis, the drawing area and one line of x-axis labels. area
+// draws the values from lo to hi into cw cells by rows lines, one string
+// a line.
+func (p plot) frame(w, h int, area func(lo, hi float64, cw, rows int) []string) []string {
 	if h < 2 || w < 8 {
 		return fitBlock(nil, w, h)
 	}
@@ -40,17 +55,16 @@ func (p plot) render(w, h int) []string {
 	if cw < 2 {
 		return fitBlock(nil, w, h)
 	}
-	grid := rasterize(p.ys, lo, hi, 2*cw, 4*rows)
+	lines := area(lo, hi, cw, rows)
 	out := make([]string, 0, h)
 	for r := range rows {
 		axis := "│"
 		if labels[r] != "" {
 			axis = "┤"
 		}
-		out = append(out, fitLine(padLeft(labels[r], lw)+axis+cells(grid, r, cw), w))
+		out = append(out, fitLine(padLeft(labels[r], lw)+axis+lines[r], w))
 	}
-	out = append(out, fitLine(strings.Repeat(" ", lw)+"└"+p.xAxis(cw-1), w))
-	return out
+	return append(out, fitLine(strings.Repeat(" ", lw)+"└"+p.xAxis(cw-1), w))
 }
 
 // yRange is the value range to draw, widened when all values are equal.

@@ -123,8 +123,7 @@ func TestResumeFromPicker(t *testing.T) {
 
 // v shows one column per run of the grid, with their facts; v again leaves.
 func TestCompareView(t *testing.T) {
-	f := newFakeRunner(t, 0)
-	f.halt = goldenHalt
+	f := goldenFake(t)
 	f.start()
 	tm, rec := startTUI(t, f.options(), 100, 30)
 	waitHalted(t, f, rec)
@@ -149,11 +148,7 @@ func TestCompareView(t *testing.T) {
 
 // tab and shift+tab move the header between the runs of the grid.
 func TestTabSwitchesRun(t *testing.T) {
-	f := newFakeRunner(t, 0)
-	f.halt = goldenHalt
-	f.start()
-	tm, rec := startTUI(t, f.options(), 80, 24)
-	waitHalted(t, f, rec)
+	tm, rec := haltedTUI(t, 80, 24)
 	for _, k := range []struct{ key, want string }{
 		{"tab", "run 3/3 low_level_zero-fp16-2 QUEUED"},
 		{"tab", "run 1/3 torch_ddp-fp32-1 DONE"},

@@ -64,7 +64,7 @@ func checkResume(s *spec.Spec, c spec.Cell, from ckpt.Ref, fromFlag bool) error 
 			where, c.ID, from.Describe(), c.CheckpointDir)
 	}
 	return fmt.Errorf("%s: run %s: no checkpoint of %s in %q (checkpoints there: %s)",
-		where, c.ID, from.Describe(), c.CheckpointDir, joinRefs(have))
+		where, c.ID, from.Describe(), c.CheckpointDir, ckpt.JoinRefs(have))
 }
 
 // checkWritable creates dir if needed and writes and removes a probe file
@@ -89,14 +89,6 @@ func joinInts(xs []int) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
 		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, ", ")
-}
-
-func joinRefs(refs []ckpt.Ref) string {
-	s := make([]string, len(refs))
-	for i, r := range refs {
-		s[i] = r.String()
 	}
 	return strings.Join(s, ", ")
 }

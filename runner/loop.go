@@ -2,14 +2,12 @@ package runner
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
-	"resnetlab/report"
-	"resnetlab/spec"
 	"time"
 
 	"resnetlab/kernels"
+	"resnetlab/report"
+	"resnetlab/spec"
 )
 
 // loop trains from the current position to the last epoch.
@@ -39,24 +37,6 @@ func (j *job) loop(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// afterStep records and publishes one step.
-func (j *job) afterStep(dt time.Duration, lr float32) {
-	st := j.ranks[0].stats
-	j.step++
-	j.epochSteps++
-	j.trained++
-	j.epochLoss += float64(st.Loss)
-	j.epochTime += dt
-	images := j.spec.BatchSize * j.cell.WorldSize
-	j.emit(StepDone{Run: j.info.ID, Epoch: j.epoch + 1, Step: j.step, Steps: j.info.StepsPerEpoch,
-		Loss: float64(st.Loss), LossScale: st.LossScale, Skipped: st.Skipped, StepTime: dt,
-		ImagesPerSec: float64(images) / dt.Seconds()})
-	j.estimate(dt)
-	if time.Since(j.memAt) > time.Second { // live memory pane, about once a second
-		j.publishMemory()
-	}
 }
 
 // endEpoch evaluates, records, publishes and checkpoints a finished epoch.
@@ -141,32 +121,4 @@ func (j *job) publishMemory() {
 		}
 		r.PeakHostBytes[i] = max(r.PeakHostBytes[i], host)
 	}
-}
-
-// finish fills the result's summary and applies target_acc.
-func (j *job) finish(runErr error) error {
-	r := j.result
-	if r.TrainSeconds > 0 {
-		r.ImagesPerSecond = float64(j.trainImages) / r.TrainSeconds
-	}
-	switch {
-	case errors.Is(runErr, errStopped):
-		r.Status = report.StatusStopped
-		return nil
-	case errors.Is(runErr, context.Canceled), errors.Is(runErr, context.DeadlineExceeded):
-		// Ctrl-C: signal.NotifyContext's cause is a context.Canceled too.
-		r.Status, r.Error = report.StatusInterrupted, runErr.Error()
-		return runErr
-	case runErr != nil:
-		r.Status, r.Error = report.StatusFailed, runErr.Error()
-		return runErr
-	}
-	r.Status = report.StatusDone
-	if t := j.spec.TargetAcc; t > 0 && r.FinalTestAcc < t {
-		err := fmt.Errorf("final test accuracy %.2f%% is below target_acc %.2f%% (%s)",
-			100*r.FinalTestAcc, 100*t, j.spec.File)
-		r.Status, r.Error = report.StatusFailed, err.Error()
-		return err
-	}
-	return nil
 }

@@ -70,6 +70,18 @@ func finished(t *testing.T, evs []Event) []*report.Result {
 	return rs
 }
 
+// straightRun trains tinySpec(t, "") from start to end, never stopped, and
+// returns its result: the model and curve a stopped and resumed run must
+// reproduce.
+func straightRun(t *testing.T) *report.Result {
+	t.Helper()
+	evs, err := collect(t, tinySpec(t, ""), RunOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return finished(t, evs)[0]
+}
+
 func TestRunWritesResultsAndCheckpoints(t *testing.T) {
 	s := tinySpec(t, "")
 	evs, err := collect(t, s, RunOptions{}, nil)
