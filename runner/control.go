@@ -24,13 +24,13 @@ func (j *job) control(ctx context.Context) error {
 			select {
 			case cmd = <-j.cmds:
 			case <-ctx.Done():
-				return j.interrupted(ctx)
+				return j.ctxDone(ctx)
 			}
 		} else {
 			select {
 			case cmd = <-j.cmds:
 			case <-ctx.Done():
-				return j.interrupted(ctx)
+				return j.ctxDone(ctx)
 			default:
 				return nil
 			}
@@ -67,6 +67,18 @@ func (j *job) control(ctx context.Context) error {
 			j.emit(RunStarted{Info: j.info, StartEpoch: c.Epoch, StartStep: c.Step})
 		}
 	}
+}
+
+// ctxDone answers Ctrl-C noticed while serving commands. One process ends
+// at once; a rank of a world of processes goes on to the next step, whose
+// worldInterrupted agreement stops every rank at the same point: stopping
+// here alone would leave this rank checkpointing (collectives of its own)
+// while the others train the step.
+func (j *job) ctxDone(ctx context.Context) error {
+	if j.world != nil {
+		return nil
+	}
+	return j.interrupted(ctx)
 }
 
 // errQuit is how a run ends on Quit: interrupted, as by Ctrl-C (it wraps
