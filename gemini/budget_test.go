@@ -134,6 +134,19 @@ func TestLongerWarmup(t *testing.T) {
 	if !got.stats.Traced || got.stats.NonModelPeak <= 0 {
 		t.Fatalf("stats %+v: want the trace finished", got.stats)
 	}
+	// One rank, nothing sharded: each eviction sends at least one part home.
+	var evictions, toHost int
+	for _, m := range got.mems {
+		evictions += m.Evictions
+	}
+	for _, mv := range got.moves[:got.inStep] {
+		if mv.To == Host {
+			toHost++
+		}
+	}
+	if evictions == 0 || evictions > toHost {
+		t.Errorf("%d evictions counted for %d moves to the host", evictions, toHost)
+	}
 	var hostChunks int64
 	for _, c := range got.chunks {
 		if c.Optim == Host {

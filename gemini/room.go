@@ -118,6 +118,9 @@ func evictable(c *chunk) bool {
 // evict moves c's device-resident parameter data to host memory. A
 // sharded chunk with every tensor HOLD drops its payload instead.
 func (g *Gemini) evict(c *chunk) {
+	if c.payload.on != Device && c.grad.on != Device && c.shard.on != Device {
+		return // nothing of c on the device: no eviction (the conservative path asks for every chunk)
+	}
 	defer g.timeEviction(time.Now())
 	if c.payload.on == Device {
 		if c.sharded && c.allIn(Hold) {
