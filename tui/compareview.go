@@ -46,7 +46,7 @@ func compareView(runs []*run, sel int, cs compareState, w, h int, st styles) []s
 	if h <= 0 {
 		return nil
 	}
-	lines := []string{rule(fmt.Sprintf("compare · %d runs · %s", len(runs), summaryText(runs)), w, st)}
+	lines := []string{rule(fmt.Sprintf("compare · %d run%s · %s", len(runs), plural(len(runs)), summaryText(runs)), w, st)}
 	if t := compareTable(runs, sel, w, st); h-1-len(t) >= 34 {
 		lines = append(lines, t...)
 	}
