@@ -101,8 +101,15 @@ func dataSourceLine(name string, d *data.Dataset) string {
 	return fmt.Sprintf("data: %s from %s (%d training images)", name, src, d.N)
 }
 
-func runInfo(s *spec.Spec, c spec.Cell, train *data.Dataset) RunInfo {
+// QueuedInfo is what is known of cell c's run before its data is loaded
+// (the front ends show it queued); the runner adds the steps per epoch.
+func QueuedInfo(s *spec.Spec, c spec.Cell) RunInfo {
 	return RunInfo{ID: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision, WorldSize: c.WorldSize,
-		Dataset: s.Dataset, Epochs: s.Epochs, CheckpointDir: c.CheckpointDir,
-		StepsPerEpoch: train.N / c.WorldSize / s.BatchSize}
+		Dataset: s.Dataset, Epochs: s.Epochs, CheckpointDir: c.CheckpointDir}
+}
+
+func runInfo(s *spec.Spec, c spec.Cell, train *data.Dataset) RunInfo {
+	info := QueuedInfo(s, c)
+	info.StepsPerEpoch = train.N / c.WorldSize / s.BatchSize
+	return info
 }

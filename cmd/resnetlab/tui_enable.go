@@ -28,8 +28,7 @@ func tuiOptions(sp *spec.Spec, cells []spec.Cell, events <-chan runner.Event,
 	infos := make([]runner.RunInfo, len(cells))
 	for i, c := range cells {
 		dirs[c.ID] = c.CheckpointDir
-		infos[i] = runner.RunInfo{ID: c.ID, Spec: sp.Name, Plugin: c.Plugin, Precision: c.Precision,
-			WorldSize: c.WorldSize, Dataset: sp.Dataset, Epochs: sp.Epochs, CheckpointDir: c.CheckpointDir}
+		infos[i] = runner.QueuedInfo(sp, c)
 	}
 	return tui.Options{
 		Title:    sp.Name + " · " + sp.File,
