@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -69,4 +70,13 @@ func FormatDuration(d time.Duration) string {
 		return fmt.Sprintf("%dm%02ds", s/60, s%60)
 	}
 	return fmt.Sprintf("%ds", s)
+}
+
+// FormatAccuracy formats a test accuracy as a percentage for the front
+// ends; NaN is an epoch without evaluation (eval_every).
+func FormatAccuracy(f float64) string {
+	if math.IsNaN(f) {
+		return "not evaluated"
+	}
+	return fmt.Sprintf("%.2f%%", 100*f)
 }

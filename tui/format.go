@@ -125,13 +125,7 @@ func fmtRate(v float64) string {
 }
 
 // fmtPct prints a fraction as a percentage with two decimals.
-// fmtPct formats an accuracy; NaN is an epoch without evaluation (eval_every).
-func fmtPct(f float64) string {
-	if math.IsNaN(f) {
-		return "not evaluated"
-	}
-	return fmt.Sprintf("%.2f%%", 100*f)
-}
+func fmtPct(f float64) string { return runner.FormatAccuracy(f) }
 
 // finite reports whether v is a usable number (not NaN or ±Inf).
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

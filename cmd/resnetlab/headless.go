@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"time"
 
@@ -186,13 +185,7 @@ func (h *headless) summary() {
 	fmt.Fprintf(h.w, "\n%s", report.CompareTable(h.results))
 }
 
-// pct formats an accuracy; NaN is an epoch without evaluation (eval_every).
-func pct(f float64) string {
-	if math.IsNaN(f) {
-		return "not evaluated"
-	}
-	return fmt.Sprintf("%.2f%%", 100*f)
-}
+func pct(f float64) string { return runner.FormatAccuracy(f) }
 
 func plural(n int) string {
 	if n == 1 {
