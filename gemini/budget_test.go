@@ -94,12 +94,16 @@ func checkBudgetRun(t *testing.T, name string, budget int64, got, base rankResul
 			t.Fatalf("%s: eval logits differ at %d: %g vs %g", name, i, got.logits[i], base.logits[i])
 		}
 	}
-	if got.stats.Moves == 0 || got.events["gemini.MoveEvent"] != got.stats.Moves || got.events["gemini.StateChange"] == 0 {
-		t.Errorf("%s: %d moves, events %v", name, got.stats.Moves, got.events)
+	if got.stats.Moves == 0 || got.events["gemini.MoveEvent"] != got.stats.Moves+got.stats.CleanDrops || got.events["gemini.StateChange"] == 0 {
+		t.Errorf("%s: %d moves and %d clean drops, events %v", name, got.stats.Moves, got.stats.CleanDrops, got.events)
 	}
 	var bytes int64
 	for _, mv := range got.moves {
-		if mv.From == mv.To || mv.From == Nowhere || mv.To == Nowhere || mv.Bytes <= 0 {
+		bad := mv.From == mv.To || mv.From == Nowhere || mv.To == Nowhere || mv.Bytes <= 0
+		if mv.Clean { // a payload leaving the device with nothing to copy
+			bad = mv.Part != PartPayload || mv.From != Device || mv.To != Host || mv.Bytes != 0
+		}
+		if bad {
 			t.Fatalf("%s: bad move event %+v", name, mv)
 		}
 		bytes += mv.Bytes
@@ -211,4 +215,34 @@ func TestBudgetedOverflowIsSkipped(t *testing.T) {
 			got.stats.GradOffloads, got.stats.EarlyAdam)
 	}
 	t.Logf("scale %g after %d steps, losses %v", got.state.Scaler.Scale, spec.steps, got.losses)
+}
+
+// Under a budget too small to keep the parameters resident, a payload
+// evicted after its upload leaves the device without a copy: the host
+// still holds the values it was uploaded from. Only a payload written on
+// the device since (by the optimizer step's write-back) travels down, so
+// the payload bytes down are a fraction of those up, and the model is the
+// unbudgeted one bit for bit.
+func TestCleanPayloadsAreDropped(t *testing.T) {
+	spec := budgetBase(1, Auto)
+	base := runGemini(t, spec)[0]
+	spec.gem.DeviceBudget = base.peak / 4
+	got := runGemini(t, spec)[0]
+	checkBudgetRun(t, "1/4", spec.gem.DeviceBudget, got, base)
+	var up, down int64
+	for _, mv := range got.moves {
+		if mv.Part != PartPayload {
+			continue
+		}
+		if mv.To == Device {
+			up += mv.Bytes
+		} else {
+			down += mv.Bytes
+		}
+	}
+	t.Logf("payload bytes up %d, down %d; %d clean drops, %d moves", up, down, got.stats.CleanDrops, got.stats.Moves)
+	if got.stats.CleanDrops == 0 || up == 0 || 2*down > up {
+		t.Errorf("payload bytes up %d, down %d with %d clean drops: want drops, and at most half as many bytes down as up",
+			up, down, got.stats.CleanDrops)
+	}
 }

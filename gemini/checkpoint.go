@@ -154,5 +154,7 @@ func (g *Gemini) loadChunk(c *chunk, full [3][]float32) {
 		g.backend(c.shard.on).Upload(c.shard.t, full[0][c.ownOff:c.ownOff+c.shardLen])
 		return
 	}
+	g.ready(&c.payload)
+	g.dirty(&c.payload)
 	g.backend(c.payload.on).Upload(c.payload.t, full[0])
 }

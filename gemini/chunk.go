@@ -27,6 +27,13 @@ type slot struct {
 	t    *kernels.Tensor
 	on   Location
 	pend *pending
+	// clean is the host tensor a payload was uploaded from, kept while the
+	// device copy equals it (on == Device): evicting the payload then frees
+	// the device copy and points the slot back at clean, and nothing
+	// crosses the link. Anything that writes the device copy drops clean
+	// first (dirty). Parameters change only at the optimizer step, so a
+	// chunk evicted and fetched again within a step moves one way.
+	clean *kernels.Tensor
 }
 
 // pending is a slot's move in flight: an upload (src nil) or an offload,

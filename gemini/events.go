@@ -45,6 +45,9 @@ type MoveEvent struct {
 	From, To    Location
 	Bytes       int64
 	Prefetch    bool // an upload issued ahead of the operator that needs it
+	// Clean: a payload left the device without a copy (Bytes 0), because
+	// host memory still held the values it was uploaded from.
+	Clean bool
 }
 
 // StateChange reports one tensor's state transition.

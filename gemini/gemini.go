@@ -80,6 +80,9 @@ type Stats struct {
 	// Revived counts offloads taken back while still in flight because the
 	// chunk was needed again (its device copy was still there).
 	Revived int
+	// CleanDrops counts payload evictions that moved nothing: the host
+	// still held the values the payload was uploaded from (not in Moves).
+	CleanDrops int
 	// GradOffloads counts reduced gradient shards sent to host memory
 	// through the mover (not chunk moves: no MoveEvent).
 	GradOffloads int

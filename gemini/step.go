@@ -146,6 +146,7 @@ func (g *Gemini) writeBack(c *chunk) {
 		dst = &c.shard
 	}
 	g.ready(dst)
+	g.dirty(dst)
 	if dst.on == Device && c.opt.on == Host {
 		g.uploadMaster(dst, &c.opt)
 		return

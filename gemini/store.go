@@ -136,6 +136,10 @@ func (g *Gemini) startMove(c *chunk, part Part, s *slot, to Location, prefetch b
 	}
 	g.ready(s)
 	from, old := s.on, s.t
+	if to == Host && s.clean != nil {
+		g.dropClean(c, part, s)
+		return
+	}
 	nt := g.allocRaw(to, old.Cat, old.DType, old.Len())
 	// The host backend is the CPU backend: its tensors' storage is the
 	// float32 values themselves, already rounded to the tensor's dtype, so
@@ -144,8 +148,12 @@ func (g *Gemini) startMove(c *chunk, part Part, s *slot, to Location, prefetch b
 	// after the copy).
 	if to == Device {
 		mv := g.mv.UploadAsync(nt, old.Host)
-		g.release(Host, old)
 		*s = slot{t: nt, on: Device, pend: &pending{mv: mv}}
+		if part == PartPayload {
+			s.clean = old // read by the DMA while it runs; never written before dirty
+		} else {
+			g.release(Host, old)
+		}
 	} else {
 		mv := g.mv.DownloadAsync(old, nt.Host)
 		*s = slot{t: nt, on: Host, pend: &pending{mv: mv, src: old}}
@@ -159,6 +167,26 @@ func (g *Gemini) startMove(c *chunk, part Part, s *slot, to Location, prefetch b
 		g.stats.Prefetches++
 	}
 	g.emit(MoveEvent{Rank: g.rank, Chunk: c.id, Part: part, From: from, To: to, Bytes: bytes, Prefetch: prefetch})
+}
+
+// dropClean evicts a device payload whose host copy is current: the
+// device tensor is freed (the allocator reuses it in compute-stream order,
+// after the kernels already issued that read it) and the slot is the host
+// copy again. It is reported as a move of 0 bytes, so that a consumer
+// tracking where each chunk lives sees it leave the device.
+func (g *Gemini) dropClean(c *chunk, part Part, s *slot) {
+	g.release(Device, s.t)
+	*s = slot{t: s.clean, on: Host}
+	g.stats.CleanDrops++
+	g.emit(MoveEvent{Rank: g.rank, Chunk: c.id, Part: part, From: Device, To: Host, Clean: true})
+}
+
+// dirty forgets s's clean host copy before its device tensor is written.
+func (g *Gemini) dirty(s *slot) {
+	if s.clean != nil {
+		g.release(Host, s.clean)
+		s.clean = nil
+	}
 }
 
 // ready completes s's move in flight before anything else touches s: the
@@ -284,6 +312,7 @@ func (g *Gemini) moveOpt(c *chunk, to Location) {
 
 func (g *Gemini) freeSlot(s *slot) {
 	g.ready(s)
+	g.dirty(s)
 	g.release(s.on, s.t)
 	*s = slot{}
 }
