@@ -17,11 +17,14 @@ import (
 // AdamParams, the same arithmetic); an overflowing step drops them and
 // the chunk keeps its state, as if no update had run. The updates run one
 // after another in the order their gradients arrived, each on every core.
+// Each also stands for the shard's overflow check (gradcheck.go): the
+// update reads every gradient anyway and reports an inf or NaN, so the
+// host does not scan the shard a second time beside it.
 
-// adamTo is a host backend with an out-of-place Adam (the CPU backend's
-// AdamStepTo).
+// adamTo is a host backend with an out-of-place Adam that reports whether
+// the gradients held an inf or NaN (the CPU backend's AdamStepTo).
 type adamTo interface {
-	AdamStepTo(po, mo, vo, p, grad, m, v *kernels.Tensor, hp kernels.AdamParams)
+	AdamStepTo(po, mo, vo, p, grad, m, v *kernels.Tensor, hp kernels.AdamParams) (nonFinite bool)
 }
 
 // earlyAdam is one step's early updates.
@@ -44,11 +47,12 @@ func (g *Gemini) beginEarly(hp kernels.AdamParams) {
 }
 
 // startEarly updates chunk c's host optimizer shard in the background
-// from its gradient shard, which must be complete.
-func (g *Gemini) startEarly(c *chunk) {
+// from its gradient shard, which must be complete, and checks the shard
+// for the overflow vote on the way; it reports whether it did.
+func (g *Gemini) startEarly(c *chunk) bool {
 	e, o := &g.early, &c.opt
 	if !e.on || o.on != Host || o.g == nil || e.issued[c] {
-		return
+		return false
 	}
 	g.settleWriteBack(o) // the DMA of the last write-back must be done with the buffers written next
 	if o.next[0] == nil {
@@ -64,15 +68,20 @@ func (g *Gemini) startEarly(c *chunk) {
 	prev, done := e.last, make(chan struct{})
 	e.last = done
 	e.wg.Add(1)
+	chk := g.checking(gr)
 	go func() {
 		defer e.wg.Done()
+		defer chk.Done()
 		defer close(done)
 		if prev != nil {
 			<-prev
 		}
-		e.be.AdamStepTo(po, mo, vo, p, gr, m, v, hp)
+		if e.be.AdamStepTo(po, mo, vo, p, gr, m, v, hp) {
+			g.chk.bad.Store(true)
+		}
 	}()
 	g.stats.EarlyAdam++
+	return true
 }
 
 // wait blocks until every early update issued has finished.

@@ -47,10 +47,11 @@ type timedBackend struct {
 	early                  atomic.Int64  // ns in early host Adam updates (in the background, during backward)
 }
 
-func (w *timedBackend) AdamStepTo(po, mo, vo, p, grad, m, v *kernels.Tensor, hp kernels.AdamParams) {
+func (w *timedBackend) AdamStepTo(po, mo, vo, p, grad, m, v *kernels.Tensor, hp kernels.AdamParams) bool {
 	s := time.Now()
-	w.watchBackend.AdamStepTo(po, mo, vo, p, grad, m, v, hp)
+	bad := w.watchBackend.AdamStepTo(po, mo, vo, p, grad, m, v, hp)
 	w.early.Add(int64(time.Since(s)))
+	return bad
 }
 
 func (w *timedBackend) NonFinite(ts []*kernels.Tensor) bool {

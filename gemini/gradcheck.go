@@ -18,20 +18,28 @@ type gradCheck struct {
 	checked map[*kernels.Tensor]bool // shards whose check was started (main goroutine only)
 }
 
-// start checks host gradient shard t in the background.
+// startGradCheck checks host gradient shard t in the background.
 func (g *Gemini) startGradCheck(t *kernels.Tensor) {
+	c := g.checking(t)
+	go func() {
+		defer c.Done()
+		if g.host.NonFinite([]*kernels.Tensor{t}) {
+			g.chk.bad.Store(true)
+		}
+	}()
+}
+
+// checking records that a background task checks shard t (a check of its
+// own, or the shard's early Adam) and returns the group its end is
+// reported to; the task stores a finding in g.chk.bad.
+func (g *Gemini) checking(t *kernels.Tensor) *sync.WaitGroup {
 	c := &g.chk
 	if c.checked == nil {
 		c.checked = map[*kernels.Tensor]bool{}
 	}
 	c.checked[t] = true
 	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		if g.host.NonFinite([]*kernels.Tensor{t}) {
-			c.bad.Store(true)
-		}
-	}()
+	return &c.wg
 }
 
 // waitGradChecks waits for the checks started this step and reports

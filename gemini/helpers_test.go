@@ -116,8 +116,8 @@ func (w *watchBackend) Adopt(cat kernels.Category, dt kernels.DType, host []floa
 	return w.Backend.(adopter).Adopt(cat, dt, host, shape...)
 }
 
-func (w *watchBackend) AdamStepTo(po, mo, vo, p, grad, m, v *kernels.Tensor, hp kernels.AdamParams) {
-	w.Backend.(adamTo).AdamStepTo(po, mo, vo, p, grad, m, v, hp)
+func (w *watchBackend) AdamStepTo(po, mo, vo, p, grad, m, v *kernels.Tensor, hp kernels.AdamParams) bool {
+	return w.Backend.(adamTo).AdamStepTo(po, mo, vo, p, grad, m, v, hp)
 }
 
 func (w *watchBackend) arm() {

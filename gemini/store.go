@@ -215,11 +215,9 @@ func (g *Gemini) ready(s *slot) {
 	g.release(Device, p.src)
 	g.freeing -= p.src.Bytes()
 	g.dropOffload(s)
-	if p.check {
+	early := p.grad != nil && g.startEarly(p.grad) // the early update checks the shard too
+	if p.check && !early {
 		g.startGradCheck(s.t)
-	}
-	if p.grad != nil {
-		g.startEarly(p.grad)
 	}
 }
 

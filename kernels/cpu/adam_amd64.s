@@ -2,12 +2,14 @@
 
 #include "textflag.h"
 
-// func adamAVX2(p, grad, m, v, po, mo, vo *float32, n int, c *adamConsts)
+// func adamAVX2(p, grad, m, v, po, mo, vo *float32, n int, c *adamConsts) (nonFinite bool)
 // The same IEEE operations in the same order as adamGo, 8 lanes at a time
 // (VDIVPS and VSQRTPS are correctly rounded, like their scalar forms).
 // Reads p, m, v and writes the updates to po, mo, vo (the same arrays for
-// an in-place step).
-TEXT ·adamAVX2(SB), NOSPLIT, $0-72
+// an in-place step). On the way it ORs into Y15 the lanes of grad whose
+// exponent bits are all set (inf or NaN), so the caller learns whether the
+// gradients were finite without reading them a second time.
+TEXT ·adamAVX2(SB), NOSPLIT, $0-73
 	MOVQ p+0(FP), DI
 	MOVQ grad+8(FP), SI
 	MOVQ m+16(FP), R8
@@ -27,10 +29,15 @@ TEXT ·adamAVX2(SB), NOSPLIT, $0-72
 	VBROADCASTSS 28(AX), Y7 // eps
 	VBROADCASTSS 32(AX), Y8 // wd
 	VBROADCASTSS 36(AX), Y9 // lr
+	VPXOR Y15, Y15, Y15     // non-finite lanes seen
 	SHRQ $3, CX
 	JZ   done
 
 loop:
+	VMOVUPS   (SI), Y14
+	VANDPS    40(AX), Y14, Y14  // exponent bits of g
+	VPCMPEQD  40(AX), Y14, Y14  // all set: inf or NaN
+	VPOR      Y14, Y15, Y15
 	VMULPS  (SI), Y0, Y10  // gi = g*gs
 	VMULPS  (R8), Y1, Y11  // b1*m
 	VMULPS  Y10, Y2, Y12   // (1-b1)*gi
@@ -63,5 +70,7 @@ loop:
 	JNZ     loop
 
 done:
+	VPTEST Y15, Y15
+	SETNE  ret+72(FP)
 	VZEROUPPER
 	RET

@@ -115,7 +115,9 @@ func TestAdamStepToMatchesAdamStep(t *testing.T) {
 	p, g, m, v := mk(false), mk(false), mk(false), mk(true)
 	keep := [][]float32{append([]float32(nil), p.Host...), append([]float32(nil), m.Host...), append([]float32(nil), v.Host...)}
 	po, mo, vo := b.New(kernels.CatOptState, kernels.F32, n), b.New(kernels.CatOptState, kernels.F32, n), b.New(kernels.CatOptState, kernels.F32, n)
-	b.AdamStepTo(po, mo, vo, p, g, m, v, hp)
+	if b.AdamStepTo(po, mo, vo, p, g, m, v, hp) {
+		t.Fatalf("finite gradients reported non-finite")
+	}
 	sameBits(t, "p untouched", p.Host, keep[0])
 	sameBits(t, "m untouched", m.Host, keep[1])
 	sameBits(t, "v untouched", v.Host, keep[2])
@@ -123,4 +125,29 @@ func TestAdamStepToMatchesAdamStep(t *testing.T) {
 	sameBits(t, "p", po.Host, p.Host)
 	sameBits(t, "m", mo.Host, m.Host)
 	sameBits(t, "v", vo.Host, v.Host)
+}
+
+// TestAdamStepToReportsNonFinite checks the overflow check fused into the
+// out-of-place step: one inf or NaN anywhere (in a vector block or in the
+// scalar tail) is reported, and finite gradients are not.
+func TestAdamStepToReportsNonFinite(t *testing.T) {
+	b := New()
+	hp := kernels.AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 1, GradScale: 1}
+	const n = 5003
+	mk := func() *kernels.Tensor { return b.New(kernels.CatOptState, kernels.F32, n) }
+	for _, at := range []int{0, 7, 2048, 4999, n - 1} {
+		for _, bad := range []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())} {
+			g := mk()
+			for i := range g.Host {
+				g.Host[i] = 3e38 // finite, near the top of the range
+			}
+			if b.AdamStepTo(mk(), mk(), mk(), mk(), g, mk(), mk(), hp) {
+				t.Fatalf("finite gradients near the top of the range reported non-finite")
+			}
+			g.Host[at] = bad
+			if !b.AdamStepTo(mk(), mk(), mk(), mk(), g, mk(), mk(), hp) {
+				t.Errorf("%g at %d of %d not reported", bad, at, n)
+			}
+		}
+	}
 }

@@ -32,19 +32,20 @@ func kernelAsm(kc int, a, b, c []float32, ldc int, acc bool) {
 	sgemm6x16(kc, &a[0], &b[0], &c[0], ldc, flags)
 }
 
-// adamAVX2 runs the Adam update on n/8 blocks of 8 (adam_amd64.s).
+// adamAVX2 runs the Adam update on n/8 blocks of 8 and reports whether
+// any of those gradients was inf or NaN (adam_amd64.s).
 //
 //go:noescape
-func adamAVX2(p, grad, m, v, po, mo, vo *float32, n int, c *adamConsts)
+func adamAVX2(p, grad, m, v, po, mo, vo *float32, n int, c *adamConsts) bool
 
 // adamVec updates the longest multiple-of-8 prefix with AVX2 and returns
-// its length.
-func adamVec(a *adamArrays, c *adamConsts) int {
+// its length and whether a gradient in it was inf or NaN.
+func adamVec(a *adamArrays, c *adamConsts) (int, bool) {
 	n := len(a.p) &^ 7
 	if !usingAsm || n == 0 {
-		return 0
+		return 0, false
 	}
 	_, _, _, _, _, _ = a.g[n-1], a.m[n-1], a.v[n-1], a.po[n-1], a.mo[n-1], a.vo[n-1]
-	adamAVX2(&a.p[0], &a.g[0], &a.m[0], &a.v[0], &a.po[0], &a.mo[0], &a.vo[0], n, c)
-	return n
+	bad := adamAVX2(&a.p[0], &a.g[0], &a.m[0], &a.v[0], &a.po[0], &a.mo[0], &a.vo[0], n, c)
+	return n, bad
 }

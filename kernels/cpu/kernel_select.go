@@ -6,4 +6,4 @@ package cpu
 var usingAsm = false
 
 // adamVec has no vector version here: adamGo does all elements.
-func adamVec(a *adamArrays, c *adamConsts) int { return 0 }
+func adamVec(a *adamArrays, c *adamConsts) (int, bool) { return 0, false }
