@@ -113,7 +113,7 @@ func adamGo(a *adamArrays, c *adamConsts) bool {
 	g, m, v, po, mo, vo := a.g[:n], a.m[:n], a.v[:n], a.po[:n], a.mo[:n], a.vo[:n]
 	bad := false
 	for i, pi := range a.p {
-		bad = bad || math.Float32bits(g[i])&expMask == expMask
+		bad = bad || nonFinite(g[i])
 		gi := g[i] * c.gs
 		mi := float32(c.b1*m[i]) + float32(c.omb1*gi)
 		vi := float32(c.b2*v[i]) + float32(float32(c.omb2*gi)*gi)

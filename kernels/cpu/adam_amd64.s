@@ -34,11 +34,11 @@ TEXT ·adamAVX2(SB), NOSPLIT, $0-73
 	JZ   done
 
 loop:
-	VMOVUPS   (SI), Y14
-	VANDPS    40(AX), Y14, Y14  // exponent bits of g
+	VMOVUPS   (SI), Y10         // g
+	VANDPS    40(AX), Y10, Y14  // exponent bits of g
 	VPCMPEQD  40(AX), Y14, Y14  // all set: inf or NaN
 	VPOR      Y14, Y15, Y15
-	VMULPS  (SI), Y0, Y10  // gi = g*gs
+	VMULPS  Y10, Y0, Y10   // gi = g*gs
 	VMULPS  (R8), Y1, Y11  // b1*m
 	VMULPS  Y10, Y2, Y12   // (1-b1)*gi
 	VADDPS  Y12, Y11, Y11  // mi

@@ -96,9 +96,12 @@ func (b *Backend) NonFinite(ts []*kernels.Tensor) bool {
 
 func anyNonFinite(xs []float32) bool {
 	for _, v := range xs {
-		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+		if nonFinite(v) {
 			return true
 		}
 	}
 	return false
 }
+
+// nonFinite reports whether x is an inf or a NaN: its exponent bits all set.
+func nonFinite(x float32) bool { return math.Float32bits(x)&expMask == expMask }
