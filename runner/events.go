@@ -129,6 +129,9 @@ type ChunkMoved struct {
 	ToDevice bool
 	Bytes    int64
 	Prefetch bool // an upload issued ahead of the operator that needs it ([gemini] max_prefetch)
+	// Clean: the payload left the device without a copy (Bytes 0): its
+	// host copy was still current, so the device copy was only freed.
+	Clean bool
 }
 
 // CheckpointSaved is sent when the three files of a checkpoint are on disk.

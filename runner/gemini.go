@@ -24,7 +24,7 @@ func (j *job) newGemini(r int, be kernels.Backend, dc comm.DeviceCommunicator, m
 func (j *job) geminiEvent(e any) {
 	switch ev := e.(type) {
 	case gemini.MoveEvent:
-		j.emit(ChunkMoved{Run: j.info.ID, Rank: ev.Rank, Chunk: ev.Chunk, ToDevice: ev.To == gemini.Device, Bytes: ev.Bytes, Prefetch: ev.Prefetch})
+		j.emit(ChunkMoved{Run: j.info.ID, Rank: ev.Rank, Chunk: ev.Chunk, ToDevice: ev.To == gemini.Device, Bytes: ev.Bytes, Prefetch: ev.Prefetch, Clean: ev.Clean})
 	case gemini.ChunksEvent:
 		j.geminiChunks(ev)
 	case gemini.MemStatsEvent:

@@ -17,7 +17,8 @@ type chunkStrip struct {
 	when   []runner.ChunksUpdate // per rank: that update's step and operator (Chunks unused)
 	mem    []runner.GeminiStep   // latest step statistics per rank
 	toDev  int                   // chunk moves host -> device
-	toHost int                   // chunk moves device -> host
+	toHost int                   // chunk moves device -> host (copies)
+	drops  int                   // clean payloads freed on the device without a copy
 	moved  int64                 // bytes moved either way
 	ahead  int                   // of toDev: prefetched ([gemini] max_prefetch)
 }
@@ -25,7 +26,7 @@ type chunkStrip struct {
 func (c *chunkStrip) Update(ev runner.Event) {
 	switch e := ev.(type) {
 	case runner.RunStarted:
-		c.ranks, c.when, c.mem, c.toDev, c.toHost, c.moved, c.ahead = nil, nil, nil, 0, 0, 0, 0
+		c.ranks, c.when, c.mem, c.toDev, c.toHost, c.drops, c.moved, c.ahead = nil, nil, nil, 0, 0, 0, 0, 0
 	case runner.ChunksUpdate:
 		if e.Rank < 0 {
 			return
@@ -48,9 +49,12 @@ func (c *chunkStrip) Update(ev runner.Event) {
 		if e.Prefetch {
 			c.ahead++
 		}
-		if e.ToDevice {
+		switch {
+		case e.ToDevice:
 			c.toDev++
-		} else {
+		case e.Clean:
+			c.drops++
+		default:
 			c.toHost++
 		}
 		c.moved += e.Bytes
@@ -213,6 +217,10 @@ func (c *chunkStrip) placementLine(st styles) string {
 	if c.ahead > 0 {
 		ahead = fmt.Sprintf(" (%d prefetched)", c.ahead)
 	}
-	return st.dim.Render(fmt.Sprintf("UPPER=device lower=host · moves →dev %d%s →host %d (%s)",
-		c.toDev, ahead, c.toHost, fmtBytes(c.moved)))
+	drops := ""
+	if c.drops > 0 { // evictions that copied nothing: the host copy was current
+		drops = fmt.Sprintf(" · %d clean drops", c.drops)
+	}
+	return st.dim.Render(fmt.Sprintf("UPPER=device lower=host · moves →dev %d%s →host %d (%s)%s",
+		c.toDev, ahead, c.toHost, fmtBytes(c.moved), drops))
 }

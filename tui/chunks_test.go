@@ -25,3 +25,20 @@ func TestChunkStripCountsPrefetches(t *testing.T) {
 		t.Fatalf("after a new run: %q still counts prefetches", line)
 	}
 }
+
+// A clean drop frees a device payload without a copy: it is not a move
+// down, and the strip counts it apart.
+func TestChunkStripCountsCleanDropsApart(t *testing.T) {
+	var c chunkStrip
+	for _, e := range []runner.ChunkMoved{
+		{Chunk: 1, ToDevice: true, Bytes: 10},
+		{Chunk: 1, Clean: true},
+		{Chunk: 2, Bytes: 20},
+	} {
+		c.Update(e)
+	}
+	line := c.placementLine(newStyles(true))
+	if !strings.Contains(line, "→dev 1 →host 1 (30B) · 1 clean drops") {
+		t.Fatalf("placement line %q: want one upload, one copy down and one clean drop", line)
+	}
+}
