@@ -219,8 +219,8 @@ func (c *chunkStrip) placementLine(st styles) string {
 	}
 	drops := ""
 	if c.drops > 0 { // evictions that copied nothing: the host copy was current
-		drops = fmt.Sprintf(" · %d clean drops", c.drops)
+		drops = fmt.Sprintf(" +%d clean", c.drops)
 	}
-	return st.dim.Render(fmt.Sprintf("UPPER=device lower=host · moves →dev %d%s →host %d (%s)%s",
-		c.toDev, ahead, c.toHost, fmtBytes(c.moved), drops))
+	return st.dim.Render(fmt.Sprintf("UPPER dev lower host · moves →dev %d%s →host %d%s (%s)",
+		c.toDev, ahead, c.toHost, drops, fmtBytes(c.moved)))
 }

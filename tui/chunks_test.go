@@ -38,7 +38,7 @@ func TestChunkStripCountsCleanDropsApart(t *testing.T) {
 		c.Update(e)
 	}
 	line := c.placementLine(newStyles(true))
-	if !strings.Contains(line, "→dev 1 →host 1 (30B) · 1 clean drops") {
+	if !strings.Contains(line, "→dev 1 →host 1 +1 clean (30B)") {
 		t.Fatalf("placement line %q: want one upload, one copy down and one clean drop", line)
 	}
 }

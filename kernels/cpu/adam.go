@@ -62,7 +62,12 @@ func (b *Backend) adamTensor(op string, po, mo, vo, p, g, m, v *kernels.Tensor, 
 		b.check(t, op)
 		sameLen(op, p, t)
 	}
-	b.parallel(p.Len(), grain, func(lo, hi int) {
+	n := p.Len()
+	// Split on multiples of 8 elements, so that every slice of tensors
+	// whose bases are aligned (large allocations, pinned buffers) starts
+	// 32-byte aligned and can stream its outputs (adamVec).
+	b.parallel((n+7)/8, grain/8, func(lo, hi int) {
+		lo, hi = 8*lo, min(8*hi, n)
 		a := adamArrays{p: p.Host[lo:hi], g: g.Host[lo:hi], m: m.Host[lo:hi], v: v.Host[lo:hi],
 			po: po.Host[lo:hi], mo: mo.Host[lo:hi], vo: vo.Host[lo:hi]}
 		if adamSlice(&a, c) {

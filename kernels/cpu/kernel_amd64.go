@@ -2,7 +2,11 @@
 
 package cpu
 
-import xcpu "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	xcpu "golang.org/x/sys/cpu"
+)
 
 // usingAsm reports whether microKernel is the assembly kernel.
 var usingAsm = false
@@ -33,10 +37,11 @@ func kernelAsm(kc int, a, b, c []float32, ldc int, acc bool) {
 }
 
 // adamAVX2 runs the Adam update on n/8 blocks of 8 and reports whether
-// any of those gradients was inf or NaN (adam_amd64.s).
+// any of those gradients was inf or NaN (adam_amd64.s). stream writes the
+// outputs with non-temporal stores, which need them 32-byte aligned.
 //
 //go:noescape
-func adamAVX2(p, grad, m, v, po, mo, vo *float32, n int, c *adamConsts) bool
+func adamAVX2(p, grad, m, v, po, mo, vo *float32, n int, c *adamConsts, stream bool) bool
 
 // adamVec updates the longest multiple-of-8 prefix with AVX2 and returns
 // its length and whether a gradient in it was inf or NaN.
@@ -46,6 +51,16 @@ func adamVec(a *adamArrays, c *adamConsts) (int, bool) {
 		return 0, false
 	}
 	_, _, _, _, _, _ = a.g[n-1], a.m[n-1], a.v[n-1], a.po[n-1], a.mo[n-1], a.vo[n-1]
-	bad := adamAVX2(&a.p[0], &a.g[0], &a.m[0], &a.v[0], &a.po[0], &a.mo[0], &a.vo[0], n, c)
+	bad := adamAVX2(&a.p[0], &a.g[0], &a.m[0], &a.v[0], &a.po[0], &a.mo[0], &a.vo[0], n, c, streams(a))
 	return n, bad
+}
+
+// streams reports whether a's outputs should bypass the cache: an
+// out-of-place update (its outputs are read next step, not now) whose
+// outputs are 32-byte aligned, as VMOVNTPS requires.
+func streams(a *adamArrays) bool {
+	if &a.po[0] == &a.p[0] || &a.mo[0] == &a.m[0] || &a.vo[0] == &a.v[0] {
+		return false
+	}
+	return (uintptr(unsafe.Pointer(&a.po[0]))|uintptr(unsafe.Pointer(&a.mo[0]))|uintptr(unsafe.Pointer(&a.vo[0])))%32 == 0
 }

@@ -280,3 +280,23 @@ func TestNonFiniteParallel(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyRoundsEveryPiece checks Copy into half-precision tensors large
+// enough to be split over the workers: every element is the source
+// rounded to the destination's dtype.
+func TestCopyRoundsEveryPiece(t *testing.T) {
+	b := New()
+	rng := newRNG(3)
+	n := 5*grain + 3
+	src := b.New(kernels.CatActivations, kernels.F32, n)
+	copy(src.Host, randVals(rng, n))
+	for _, dt := range []kernels.DType{kernels.F16, kernels.BF16, kernels.F32} {
+		dst := b.New(kernels.CatParams, dt, n)
+		b.Copy(dst, src)
+		for i, v := range src.Host {
+			if want := roundTo(dt, v); dst.Host[i] != want {
+				t.Fatalf("%v: element %d is %v, want %v (from %v)", dt, i, dst.Host[i], want, v)
+			}
+		}
+	}
+}

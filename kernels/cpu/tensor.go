@@ -75,8 +75,14 @@ func (b *Backend) Copy(dst, src *kernels.Tensor) {
 	b.check(dst, "Copy dst")
 	b.check(src, "Copy src")
 	sameLen("Copy", dst, src)
-	copy(dst.Host, src.Host)
-	b.round(dst)
+	// On every core, rounding each piece as it is copied: Gemini rounds a
+	// whole chunk's fp32 master weights into its host fp16 payload this
+	// way after the optimizer step, on the step's critical path.
+	d, s, dt := dst.Host, src.Host, dst.DType
+	b.parallel(len(d), grain, func(lo, hi int) {
+		copy(d[lo:hi], s[lo:hi])
+		roundSlice(dt, d[lo:hi])
+	})
 }
 
 // Fill sets every element to v (rounded to t.DType).
