@@ -25,6 +25,7 @@ type ProcComm struct {
 	store  *StoreClient
 	hb     *StoreClient // heartbeats (ranks >= 1), beside store's long waits
 	shares int          // ShareBytes calls so far: the key of the next
+	rep    *reporter    // this rank's report sender (report.go), started by the first Report
 	mu     sync.Mutex
 	err    error         // set once the world is broken; every later call returns it
 	done   chan struct{} // closed when the world breaks or closes: stops the heartbeats

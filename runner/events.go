@@ -64,11 +64,15 @@ type EpochDone struct {
 
 // MemoryUsage is one rank's memory accounting, sent periodically.
 type MemoryUsage struct {
-	Run        string
-	Rank       int
-	Device     [6]int64 // bytes in use per kernels.Category
-	Host       [6]int64 // Gemini's host tier per kernels.Category (zero for other plugins)
-	DevicePeak int64
+	Run  string
+	Rank int
+	// Epoch and Step are the rank's position when it measured: epochs
+	// done, and steps done into the next. In a world of processes the
+	// other ranks' usage reaches rank 0 a moment after they measured it.
+	Epoch, Step int
+	Device      [6]int64 // bytes in use per kernels.Category
+	Host        [6]int64 // Gemini's host tier per kernels.Category (zero for other plugins)
+	DevicePeak  int64
 	// HostPeak is the peak of the host bytes outside the rank's backend:
 	// Gemini's host tier plus HostPageable's buffers.
 	HostPeak int64

@@ -52,6 +52,8 @@ type job struct {
 	trained     int          // steps this job has trained (a checkpoint needs one)
 	reopened    bool         // asked for by ResumeFrom on a finished run
 	gem         []geminiRank // per rank, Gemini statistics (memstats.go)
+	reportSeq   uint64       // this rank's reports to rank 0 so far (rankreport.go)
+	remote      remoteRanks  // rank 0: the other processes' reports
 }
 
 // rankState is what one rank owns.
@@ -149,7 +151,11 @@ func (j *job) run(ctx context.Context) (err error) {
 		}
 	}
 	j.emit(RunStarted{Info: j.info, StartEpoch: j.startFrom.Epoch, StartStep: j.startFrom.Step})
-	if err := j.loop(ctx); err != nil {
+	err = j.loop(ctx)
+	if err == nil || errors.Is(err, context.Canceled) { // every rank of a world ends here together
+		j.syncReports()
+	}
+	if err != nil {
 		return err
 	}
 	return j.digest()

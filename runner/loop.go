@@ -98,13 +98,16 @@ func (j *job) evaluate() (acc float64, perClass []float64, err error) {
 	return acc, perClass, err
 }
 
-// publishMemory sends every rank's memory accounting.
+// publishMemory sends every rank's memory accounting: this process's
+// ranks as events, or, on the other ranks of a world, to rank 0 (which
+// forwards them: rankreport.go).
 func (j *job) publishMemory() {
 	j.memAt = time.Now()
 	r := j.result
 	for i, rs := range j.ranks {
 		ms := rs.be.MemStats()
-		ev := MemoryUsage{Run: j.info.ID, Rank: i, DevicePeak: ms.TotalPeak, Capacity: ms.Capacity,
+		g := j.globalRank(i)
+		ev := MemoryUsage{Run: j.info.ID, Rank: g, Epoch: j.epoch, Step: j.step, DevicePeak: ms.TotalPeak, Capacity: ms.Capacity,
 			DeviceIsHost: rs.be.Name() == "cpu"}
 		copy(ev.Device[:], ms.InUse[:])
 		var cats [kernels.NumCategories]int64
@@ -113,12 +116,17 @@ func (j *job) publishMemory() {
 		if j.cell.Plugin == spec.PluginGemini {
 			ev.Budget = j.spec.Gemini.DeviceBudget
 		}
-		j.emit(ev)
-		r.PeakDeviceBytes[i] = max(r.PeakDeviceBytes[i], ms.TotalPeak)
+		r.PeakDeviceBytes[g] = max(r.PeakDeviceBytes[g], ms.TotalPeak)
 		host := ev.HostPeak
 		if ev.DeviceIsHost {
 			host += ms.TotalPeak
 		}
-		r.PeakHostBytes[i] = max(r.PeakHostBytes[i], host)
+		r.PeakHostBytes[g] = max(r.PeakHostBytes[g], host)
+		if j.records() {
+			j.emit(ev)
+		} else {
+			j.reportMemory(ev)
+		}
 	}
+	j.collectReports(false)
 }

@@ -4,6 +4,7 @@ import (
 	"resnetlab/gemini"
 	"resnetlab/kernels"
 	"resnetlab/report"
+	"resnetlab/spec"
 )
 
 // Host memory and Gemini statistics for the memory and chunk panes and
@@ -19,6 +20,7 @@ type geminiRank struct {
 	midIdx int // mid-step snapshots seen so far in the current step
 	midN   int // mid-step snapshots the last finished step had
 	total  report.GeminiMemStats
+	last   gemRecord // the last step's statistics, for the report to rank 0
 }
 
 // hostHolder is a communicator that keeps host staging buffers.
@@ -54,8 +56,11 @@ func (j *job) hostMemory(rs *rankState) (cats [kernels.NumCategories]int64, page
 
 // geminiMem records one rank's step statistics and forwards them.
 func (j *job) geminiMem(ev gemini.MemStatsEvent) {
-	if ev.Rank < len(j.gem) {
-		t := &j.gem[ev.Rank].total
+	if i := ev.Rank - j.pool.first; i >= 0 && i < len(j.gem) {
+		j.gem[i].last = gemRecord{Step: int64(ev.Step), H2D: ev.H2DBytes, D2H: ev.D2HBytes, Evictions: int64(ev.Evictions),
+			EvictNanos: int64(ev.EvictTime), PeakDevice: ev.PeakDevice, HostIn: ev.HostInUse, HostPeak: ev.HostPeak,
+			NonModelPeak: ev.NonModelPeak, WastePct: ev.WastePct}
+		t := &j.gem[i].total
 		t.Steps++
 		t.H2DBytes += ev.H2DBytes
 		t.D2HBytes += ev.D2HBytes
@@ -78,8 +83,8 @@ func (j *job) geminiMem(ev gemini.MemStatsEvent) {
 // floods nobody and the strip still shows every phase. Resting snapshots
 // always go.
 func (j *job) geminiChunks(ev gemini.ChunksEvent) {
-	if ev.Rank < len(j.gem) {
-		g := &j.gem[ev.Rank]
+	if i := ev.Rank - j.pool.first; i >= 0 && i < len(j.gem) {
+		g := &j.gem[i]
 		if ev.Op == "" {
 			g.midN, g.midIdx = g.midIdx, 0
 		} else {
@@ -99,24 +104,35 @@ func (j *job) geminiChunks(ev gemini.ChunksEvent) {
 	j.emit(u)
 }
 
-// geminiResult fills the result's Gemini statistics of every rank.
+// geminiResult fills the result's Gemini statistics of every rank: this
+// process's ranks from their engines, on rank 0 of a world the other
+// processes' from their reports (totals only: no per-operator peaks, no
+// chunk list).
 func (j *job) geminiResult() {
+	if j.cell.Plugin != spec.PluginGemini || !j.records() {
+		return
+	}
+	if j.result.Gemini == nil {
+		j.result.Gemini = make([]report.GeminiMemStats, j.cell.WorldSize)
+	}
+	for r := range j.result.Gemini {
+		if t, ok := j.remoteGemini(r); ok {
+			j.result.Gemini[r] = t
+		}
+	}
 	for i, rs := range j.ranks {
 		g, ok := rs.eng.(*gemini.Gemini)
 		if !ok || i >= len(j.gem) {
 			continue
 		}
-		if j.result.Gemini == nil {
-			j.result.Gemini = make([]report.GeminiMemStats, len(j.ranks))
-		}
 		t := j.gem[i].total
-		t.Rank = i
+		t.Rank = j.globalRank(i)
 		for _, op := range g.NonModelPerOp() {
 			t.NonModelPerOp = append(t.NonModelPerOp, report.OpBytes{Op: op.Op, Bytes: op.Bytes})
 		}
 		for _, c := range g.Chunks() {
 			t.Chunks = append(t.Chunks, report.ChunkPlace{ID: c.ID, Bytes: c.Bytes, Params: c.ParamsOn().String(), Optim: c.Optim.String()})
 		}
-		j.result.Gemini[i] = t
+		j.result.Gemini[t.Rank] = t
 	}
 }

@@ -79,4 +79,5 @@ func (j *job) afterStep(dt time.Duration, lr float32) {
 	if time.Since(j.memAt) > time.Second { // live memory pane, about once a second
 		j.publishMemory()
 	}
+	j.collectReports(false) // the other processes' reports, as they come
 }

@@ -10,6 +10,7 @@ import (
 
 	"resnetlab/report"
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 // headless prints a run's event stream as plain lines: one per epoch, log
@@ -175,6 +176,37 @@ func (h *headless) finished(e runner.RunFinished) {
 	}
 	h.printf(e.Run, "%s: final test acc %s (best %s), %.1f s of training, %.0f img/s",
 		r.Status, pct(r.FinalTestAcc), pct(r.BestTestAcc), r.TrainSeconds, r.ImagesPerSecond)
+	if line := rankPeaks(r); line != "" {
+		h.printf(e.Run, "%s", line)
+	}
+}
+
+// rankPeaks is every rank's peak memory on one line, for a run of several
+// ranks ("" otherwise, or before any rank measured): in a world of
+// processes, rank 0's line shows what the others reported.
+func rankPeaks(r *report.Result) string {
+	if len(r.PeakDeviceBytes) < 2 || len(r.PeakHostBytes) != len(r.PeakDeviceBytes) {
+		return ""
+	}
+	parts := make([]string, len(r.PeakDeviceBytes))
+	seen := false
+	for i, d := range r.PeakDeviceBytes {
+		hb := r.PeakHostBytes[i]
+		parts[i] = fmt.Sprintf("rank %d device %s host %s", i, peakSize(d), peakSize(hb))
+		seen = seen || d > 0 || hb > 0
+	}
+	if !seen {
+		return ""
+	}
+	return "peak memory: " + strings.Join(parts, "; ")
+}
+
+// peakSize is a peak in bytes, "-" when the rank never reported one.
+func peakSize(n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return spec.FormatSize(n)
 }
 
 // summary prints the comparison table of every finished run.

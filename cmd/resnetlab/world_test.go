@@ -372,3 +372,64 @@ func TestLaunchFlags(t *testing.T) {
 		}
 	}
 }
+
+// resultOf reads the one result file p wrote.
+func resultOf(t *testing.T, p *proc) map[string]json.RawMessage {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(p.dir, "res", "*.json"))
+	if len(m) != 1 {
+		t.Fatalf("results in %s: %v\nstderr:\n%s", p.dir, m, p.stderr.String())
+	}
+	b, err := os.ReadFile(m[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]json.RawMessage
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestWorldReportsEveryRank: rank 0's result and headless output hold
+// rank 1's own memory, which only rank 1's process measured: its peaks
+// equal those of rank 1 in one process training the same ranks as
+// goroutines, and its Gemini statistics are there.
+func TestWorldReportsEveryRank(t *testing.T) {
+	spec := worldSpec("gemini", 2, 2)
+	one := startRank(t, spec)
+	ps := startWorld(t, []string{spec, spec})
+	for i, c := range waitAll(t, append(ps, one), 60*time.Second) {
+		if c != 0 {
+			t.Fatalf("process %d exited %d:\n%s", i, c, append(ps, one)[i].stderr.String())
+		}
+	}
+	var want, got struct {
+		Device []int64 `json:"peak_device_bytes_per_rank"`
+		Host   []int64 `json:"peak_host_bytes_per_rank"`
+		Gemini []struct {
+			Rank, Steps int
+			H2D         int64 `json:"h2d_bytes"`
+		} `json:"gemini_memstats_per_rank"`
+	}
+	for p, v := range map[*proc]any{one: &want, ps[0]: &got} {
+		b, _ := json.Marshal(resultOf(t, p))
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got.Device) != 2 || got.Device[1] == 0 || got.Host[1] == 0 {
+		t.Fatalf("rank 0's result has no peaks of rank 1: device %v host %v", got.Device, got.Host)
+	}
+	if got.Device[1] != want.Device[1] {
+		t.Errorf("rank 1's peak device bytes: %d in the world, %d in one process", got.Device[1], want.Device[1])
+	}
+	if len(got.Gemini) != 2 || got.Gemini[1].Rank != 1 || got.Gemini[1].Steps != want.Gemini[1].Steps {
+		t.Errorf("gemini statistics per rank %+v, one process %+v", got.Gemini, want.Gemini)
+	}
+	out := ps[0].stdout.String()
+	if !strings.Contains(out, "peak memory: rank 0 device ") || !strings.Contains(out, "; rank 1 device ") ||
+		strings.Contains(out, "rank 1 device -") {
+		t.Errorf("rank 0's output names no peak of rank 1:\n%s", out)
+	}
+}
