@@ -14,8 +14,8 @@ var errStopped = errors.New("stopped")
 
 // control serves the commands that arrived, blocking while paused.
 func (j *job) control(ctx context.Context) error {
-	if err := j.worldInterrupted(ctx); err != nil {
-		return err
+	if j.world != nil {
+		return j.worldControl(ctx)
 	}
 	paused := false
 	for {
@@ -69,15 +69,9 @@ func (j *job) control(ctx context.Context) error {
 	}
 }
 
-// ctxDone answers Ctrl-C noticed while serving commands. One process ends
-// at once; a rank of a world of processes goes on to the next step, whose
-// worldInterrupted agreement stops every rank at the same point: stopping
-// here alone would leave this rank checkpointing (collectives of its own)
-// while the others train the step.
+// ctxDone answers Ctrl-C noticed while serving commands (one process: a
+// world of processes agrees on it first, worldcontrol.go).
 func (j *job) ctxDone(ctx context.Context) error {
-	if j.world != nil {
-		return nil
-	}
 	return j.interrupted(ctx)
 }
 

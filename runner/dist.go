@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"fmt"
 
 	"resnetlab/comm"
@@ -86,32 +85,6 @@ func (j *job) rankComm(i int) comm.Communicator {
 		return j.world
 	}
 	return j.group.Comm(i)
-}
-
-// worldInterrupted makes the ranks of a world of processes stop at the same
-// step when any of them is interrupted (Ctrl-C, SIGTERM; a launcher may
-// signal them a step apart): at every step boundary they sum a flag, and
-// all of them handle the interruption (checkpoint, exit) together.
-func (j *job) worldInterrupted(ctx context.Context) error {
-	if j.world == nil {
-		return nil
-	}
-	flag := []float32{0}
-	if ctx.Err() != nil {
-		flag[0] = 1
-	}
-	if err := j.world.AllReduce(flag, comm.Sum); err != nil {
-		return err
-	}
-	if flag[0] == 0 {
-		return nil
-	}
-	if ctx.Err() == nil {
-		c, cancel := context.WithCancelCause(ctx)
-		cancel(fmt.Errorf("%w: another rank of the world was interrupted", context.Canceled))
-		ctx = c
-	}
-	return j.interrupted(ctx)
 }
 
 // worldCommKind resolves the spec's comm key for a world of processes: CPU

@@ -152,7 +152,7 @@ func (j *job) run(ctx context.Context) (err error) {
 	}
 	j.emit(RunStarted{Info: j.info, StartEpoch: j.startFrom.Epoch, StartStep: j.startFrom.Step})
 	err = j.loop(ctx)
-	if err == nil || errors.Is(err, context.Canceled) { // every rank of a world ends here together
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, errStopped) { // agreed: every rank of a world ends here together
 		j.syncReports()
 	}
 	if err != nil {

@@ -48,10 +48,10 @@ func (c *cli) cmdRun(ctx context.Context, args []string) int {
 	if world != nil {
 		defer world.Close()
 		opts.World = world
-		if !opts.Headless {
-			fmt.Fprintf(c.stderr, "resnetlab: rank %d of %d processes; running headless\n", world.Rank(), world.WorldSize())
-			opts.Headless = true
-		}
+		// Rank 0 may show the UI: the ranks agree on its commands at every
+		// step (runner/worldcontrol.go) and it receives the others' memory.
+		// The others have no front end: they print only their failure.
+		opts.Headless = opts.Headless || world.Rank() != 0
 	}
 	if world == nil || world.Rank() == 0 { // the other ranks write nothing
 		if err := c.checkPaths(sp, cells, opts); err != nil {
@@ -94,8 +94,9 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 	cmds := make(chan runner.Command, 16)
 	runErr := make(chan error, 1)
 	// With the UI, RunSpec stays open after the last run so that r can
-	// re-open a finished run; it returns when the UI has quit (cancel).
-	opts.StayOpen = !opts.Headless
+	// re-open a finished run; it returns when the UI has quit (cancel). A
+	// world's run cannot be re-opened: its other processes have ended.
+	opts.StayOpen = !opts.Headless && opts.World == nil
 	go func() {
 		runErr <- c.runSpec(ctx, sp, opts, events, cmds)
 		close(events) // RunSpec never closes it: its sender is done now
@@ -125,8 +126,13 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 	}
 	err := <-runErr
 	switch {
-	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		fmt.Fprintln(c.stderr, "resnetlab run: interrupted")
+	case errors.Is(err, context.Canceled) && (ctx.Err() != nil || opts.World != nil):
+		// In a world, a rank stops with the rank that was interrupted: say so.
+		msg := "interrupted"
+		if ctx.Err() == nil {
+			msg = clipLines(err.Error(), maxErrLines)
+		}
+		fmt.Fprintf(c.stderr, "resnetlab run: %s\n", msg)
 		return exitInterrupted
 	case err != nil:
 		fmt.Fprintf(c.stderr, "resnetlab run: %s\n", clipLines(err.Error(), maxErrLines))

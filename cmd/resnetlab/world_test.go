@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"resnetlab/runner"
+	specpkg "resnetlab/spec"
 )
 
 // TestMain lets the tests start this test binary as the resnetlab command
@@ -431,5 +434,58 @@ func TestWorldReportsEveryRank(t *testing.T) {
 	if !strings.Contains(out, "peak memory: rank 0 device ") || !strings.Contains(out, "; rank 1 device ") ||
 		strings.Contains(out, "rank 1 device -") {
 		t.Errorf("rank 0's output names no peak of rank 1:\n%s", out)
+	}
+}
+
+// TestWorldRankZeroUI: rank 0 of a world, on a terminal, runs the UI (a
+// fake here, in this process; rank 1 is a process of its own). The UI
+// sees rank 1's memory, and its quit ends both ranks at the same step
+// with 130, rank 0 checkpointing first.
+func TestWorldRankZeroUI(t *testing.T) {
+	dir := t.TempDir()
+	spec := strings.NewReplacer(`"ck"`, fmt.Sprintf("%q", filepath.Join(dir, "ck")),
+		`"res"`, fmt.Sprintf("%q", filepath.Join(dir, "res"))).Replace(worldSpec("low_level_zero", 2, 100000))
+	pt := port(t)
+	one := startRank(t, spec, rankEnv(1, 2, pt)...)
+	for _, kv := range rankEnv(0, 2, pt) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	sp := filepath.Join(dir, "w.toml")
+	if err := os.WriteFile(sp, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cl, _, errb := testCLI()
+	cl.isTTY = func() bool { return true }
+	cl.runSpec = runner.RunSpec
+	sawRank1, savedOnQuit := false, false
+	cl.tui = func(ctx context.Context, s *specpkg.Spec, cells []specpkg.Cell, ev <-chan runner.Event, cmds chan<- runner.Command) error {
+		for e := range ev {
+			if u, ok := e.(runner.MemoryUsage); ok && u.Rank == 1 && u.DevicePeak > 0 {
+				sawRank1 = true
+				break
+			}
+		}
+		cmds <- runner.Quit{Checkpoint: true}
+		for e := range ev {
+			switch e.(type) {
+			case runner.CheckpointSaved:
+				savedOnQuit = true
+			case runner.RunFinished:
+				return nil
+			}
+		}
+		return nil
+	}
+	code := runCLI(cl, "run", sp)
+	codes := waitAll(t, []*proc{one}, 30*time.Second)
+	if code != exitInterrupted || codes[0] != exitInterrupted {
+		t.Fatalf("exit codes: rank 0 %d, rank 1 %d, want %d:\n%s\n%s", code, codes[0], exitInterrupted, errb, one.stderr.String())
+	}
+	if !sawRank1 {
+		t.Error("the UI saw no memory of rank 1")
+	}
+	if !savedOnQuit {
+		t.Error("rank 0 saved no checkpoint on quit")
 	}
 }
