@@ -20,7 +20,9 @@ const launchGrace = 10 * time.Second
 // cmdLaunch starts this node's ranks of a world of processes, each as
 // `resnetlab run --headless SPEC` with torchrun's variables set, forwards
 // SIGINT and SIGTERM to them, ends them all when one fails, and exits with
-// the first failure's code (130 when interrupted).
+// the first failure's code (130 when interrupted). On a terminal (and
+// without --headless), node 0's rank 0 gets the terminal and runs the UI
+// (see launchStdio).
 func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 	fs := newFlags("launch")
 	nproc := fs.Int("nproc-per-node", 0, "")
@@ -28,6 +30,7 @@ func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 	nodeRank := fs.Int("node-rank", 0, "")
 	addr := fs.String("master-addr", "127.0.0.1", "")
 	port := fs.Int("master-port", 29500, "")
+	headless := fs.Bool("headless", false, "")
 	pos, done, code := c.parseArgs(fs, launchUsage, args)
 	if done {
 		return code
@@ -52,15 +55,25 @@ func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 		return exitFailed
 	}
 	w := &world{done: map[*exec.Cmd]bool{}}
+	ui := !*headless && *nodeRank == 0 && c.tui != nil && c.isTTY()
+	var held []*tailBuffer // with the UI: the other ranks' output, printed once it has quit
 	for i := range *nproc {
 		env := map[string]int{"RANK": *nodeRank**nproc + i, "LOCAL_RANK": i, "WORLD_SIZE": *nnodes * *nproc,
 			"LOCAL_WORLD_SIZE": *nproc, "GROUP_RANK": *nodeRank, "MASTER_PORT": *port}
-		cmd := exec.Command(exe, "run", "--headless", pos[0])
+		cmd := exec.Command(exe, launchArgs(ui && i == 0, pos[0])...)
 		cmd.Env = append(os.Environ(), "MASTER_ADDR="+*addr)
 		for k, v := range env {
 			cmd.Env = append(cmd.Env, k+"="+strconv.Itoa(v))
 		}
 		cmd.Stdout, cmd.Stderr = c.stdout, c.stderr
+		switch {
+		case ui && i == 0:
+			cmd.Stdin = os.Stdin
+		case ui:
+			b := &tailBuffer{max: launchHeld}
+			held = append(held, b)
+			cmd.Stdout, cmd.Stderr = b, b
+		}
 		if err := cmd.Start(); err != nil {
 			fmt.Fprintf(c.stderr, "resnetlab launch: starting local rank %d: %v\n", i, err)
 			w.signal(syscall.SIGKILL)
@@ -69,7 +82,47 @@ func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 		}
 		w.procs = append(w.procs, cmd)
 	}
-	return w.supervise(ctx)
+	code = w.supervise(ctx)
+	for _, b := range held {
+		c.stderr.Write(b.bytes())
+	}
+	return code
+}
+
+// launchArgs is the command line of a rank: rank 0 with the UI runs
+// without --headless (it still falls back to headless without a terminal).
+func launchArgs(ui bool, spec string) []string {
+	if ui {
+		return []string{"run", spec}
+	}
+	return []string{"run", "--headless", spec}
+}
+
+// launchHeld bounds what the launcher keeps of each other rank's output
+// while rank 0's UI owns the terminal: a failure's last lines.
+const launchHeld = 64 << 10
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]byte(nil), t.b...)
 }
 
 // world is the processes one launch started.
@@ -97,6 +150,9 @@ func (w *world) wait() {
 
 // supervise waits for the processes; on the first failure it ends the
 // others (SIGTERM, then SIGKILL after launchGrace) and returns its code.
+// A rank that exits interrupted (130) is no failure to end the others
+// for: the ranks stop together at a step (rank 0 may still be writing the
+// checkpoint, or showing the finished run in its UI).
 func (w *world) supervise(ctx context.Context) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -118,6 +174,10 @@ func (w *world) supervise(ctx context.Context) int {
 		select {
 		case e := <-exits:
 			left--
+			if e.code == exitInterrupted { // the ranks agreed to stop: the others end by themselves
+				interrupted = true
+				continue
+			}
 			if e.code != 0 && first == 0 {
 				first = e.code
 				w.signal(syscall.SIGTERM)

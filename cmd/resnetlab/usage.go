@@ -55,7 +55,7 @@ Examples:
   resnetlab run --resume 41@120 experiments/zero.toml
 `
 
-const launchUsage = `Usage: resnetlab launch --nproc-per-node N [--nnodes M --node-rank R] [--master-addr A] [--master-port P] SPEC
+const launchUsage = `Usage: resnetlab launch --nproc-per-node N [--nnodes M --node-rank R] [--master-addr A] [--master-port P] [--headless] SPEC
 
 Starts this node's N ranks of a world of N x M processes, each as
 'resnetlab run --headless SPEC' with RANK, LOCAL_RANK, WORLD_SIZE,
@@ -63,9 +63,13 @@ LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR and MASTER_PORT set, as torchrun
 does. SPEC must hold one run whose gpus equals N x M; each process uses
 device LOCAL_RANK of its host.
 Rank 0 serves the rendezvous at A:P, prints the run and writes its
-checkpoints and result; the other ranks print only their failure. SIGINT and
-SIGTERM are forwarded to every process. When one process fails the others
-are ended; the exit status is the first failure's (130 when interrupted).
+checkpoints and result; the other ranks print only their failure. On a
+terminal, node 0's rank 0 runs the terminal UI instead (without --headless):
+it shows every rank's memory, and its pause, checkpoint and quit act on
+every rank; the launcher holds the other ranks' output until it ends. SIGINT
+and SIGTERM are forwarded to every process. When one process fails the
+others are ended; the exit status is the first failure's (130 when
+interrupted).
 
 Flags:
   --nproc-per-node N  processes (ranks) to start on this node
@@ -73,6 +77,7 @@ Flags:
   --node-rank R       this node's index, 0 to M-1 (default 0; node 0 runs rank 0)
   --master-addr A     rank 0's host (default 127.0.0.1)
   --master-port P     rank 0's rendezvous port (default 29500)
+  --headless          rank 0 prints plain lines even on a terminal
 
 Examples:
   resnetlab launch --nproc-per-node 2 spec.toml

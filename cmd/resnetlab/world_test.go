@@ -360,6 +360,40 @@ func TestLaunch(t *testing.T) {
 	if codes := waitAll(t, []*proc{l}, 30*time.Second); codes[0] != exitInterrupted {
 		t.Errorf("launch interrupted: exit %d, want %d:\n%s", codes[0], exitInterrupted, l.stderr.String())
 	}
+	if out := l.stdout.String(); !strings.Contains(out, "saved in ck") {
+		t.Errorf("launch interrupted: rank 0 saved no checkpoint:\n%s", out)
+	}
+}
+
+// TestLaunchOnTerminal: on a terminal, launch starts rank 0 without
+// --headless (here it has no terminal of its own, so it says so and runs
+// headless) and holds the other ranks' output until they have ended.
+func TestLaunchOnTerminal(t *testing.T) {
+	dir := t.TempDir()
+	spec := strings.NewReplacer(`"ck"`, fmt.Sprintf("%q", filepath.Join(dir, "ck")),
+		`"res"`, fmt.Sprintf("%q", filepath.Join(dir, "res"))).Replace(worldSpec("torch_ddp", 2, 1))
+	sp := filepath.Join(dir, "w.toml")
+	if err := os.WriteFile(sp, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("RESNETLAB_TEST_MAIN", "1")
+	cl, out, errb := testCLI()
+	cl.isTTY = func() bool { return true }
+	cl.tui = func(context.Context, *specpkg.Spec, []specpkg.Cell, <-chan runner.Event, chan<- runner.Command) error {
+		return nil // the launcher only asks whether there is one
+	}
+	code := runCLI(cl, "launch", "--nproc-per-node", "2", "--master-port", port(t), sp)
+	if code != exitOK || strings.Count(errb.String(), "not a terminal; running headless") != 1 {
+		t.Fatalf("exit %d, stderr %q: want rank 0 alone to try the UI", code, errb)
+	}
+	if !strings.Contains(out.String(), "peak memory: rank 0 device ") {
+		t.Errorf("rank 0's output:\n%s", out)
+	}
+	b := &tailBuffer{max: 8}
+	fmt.Fprint(b, "0123456789abc")
+	if got := string(b.bytes()); got != "56789abc" {
+		t.Errorf("tailBuffer kept %q", got)
+	}
 }
 
 func TestLaunchFlags(t *testing.T) {
