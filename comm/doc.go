@@ -59,7 +59,10 @@
 // reduceInto in rank order, so a world of CPU processes gives the
 // in-process Group's bits; a lost or failed rank ends every other rank's
 // collective with an error naming it, and heartbeats through the store
-// (heartbeat.go) end the world when a rank falls silent. For NCCL,
+// (heartbeat.go) end the world when a rank falls silent. Rank reports
+// (report.go) carry each other rank's latest small record (the runner's
+// memory accounting) to rank 0's store, from a goroutine of their own and
+// bounded in size and rate. For NCCL,
 // CommOfWorld has rank 0 call NCCL.GetUniqueID, hands the id to every
 // process through the store (ShareBytes) and calls NCCL.CommInitRank.
 //

@@ -3,7 +3,9 @@
 // which plans how many train at once and where, starts them, and routes
 // every command to its run. Each run is a job (job.go: set-up, the result,
 // tear-down) with one goroutine per rank (ranks.go) and its collectives
-// (comm.go; dist.go when the ranks are processes). A job trains in the
+// (comm.go; dist.go when the ranks are processes: the other processes
+// report their memory to rank 0 through rankreport.go, and every rank
+// serves rank 0's commands at the same step through worldcontrol.go). A job trains in the
 // epoch loop (loop.go: epochs, evaluation, memory events), one training
 // step at a time (step.go), and between steps serves pause, resume,
 // checkpoint-now, stop, quit and resume-from (control.go). The package writes
