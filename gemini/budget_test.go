@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -244,5 +245,33 @@ func TestCleanPayloadsAreDropped(t *testing.T) {
 	if got.stats.CleanDrops == 0 || up == 0 || 2*down > up {
 		t.Errorf("payload bytes up %d, down %d with %d clean drops: want drops, and at most half as many bytes down as up",
 			up, down, got.stats.CleanDrops)
+	}
+}
+
+// TestEvaluationKeepsWhatFits checks budgeted evaluation once the step's
+// statistics exist: the chunks stay on the device while they fit beside a
+// training step's non-model peak, so at 1/2 of the unbudgeted peak an
+// evaluation moves nothing, and at 1/5, where the parameters and the
+// non-model peak do not fit together, every evaluation moves chunks and
+// keeps the budget. The logits are the unbudgeted run's either way.
+func TestEvaluationKeepsWhatFits(t *testing.T) {
+	spec := budgetBase(1, Auto)
+	spec.evals = 3
+	base := runGemini(t, spec)
+	for _, frac := range []int64{2, 5} {
+		s := withBudget(spec, base[0].peak/frac, int(frac))
+		got := runGemini(t, s)[0]
+		name := fmt.Sprintf("1/%d", frac)
+		checkBudgetRun(t, name, s.gem.DeviceBudget, got, base[0])
+		if !got.evalSame {
+			t.Errorf("%s: evaluations of the same batch gave different logits", name)
+		}
+		t.Logf("%s: chunk moves per evaluation %v", name, got.evalMoves)
+		if frac == 2 && slices.ContainsFunc(got.evalMoves, func(n int) bool { return n != 0 }) {
+			t.Errorf("%s: evaluations moved %v chunks: want none, everything fits", name, got.evalMoves)
+		}
+		if frac == 5 && got.evalMoves[2] == 0 {
+			t.Errorf("%s: evaluations moved %v chunks: the parameters do not all fit at 1/5", name, got.evalMoves)
+		}
 	}
 }

@@ -85,6 +85,7 @@ type chunk struct {
 	opt      optGroup
 	home     Location // where the parameters rest when the budget allows (policy)
 	uses     []int    // hook indices of the traced step that need the chunk
+	lastUse  int64    // outside Step: when an operator last fetched it (Gemini.clock)
 }
 
 func (c *chunk) payloadBytes() int64 { return int64(c.size) * int64(c.dt.Size()) }

@@ -21,6 +21,7 @@ type Gemini struct {
 	m           *model.ResNet
 	params      []*model.Param
 	chunks      []*chunk
+	clock       int64         // operators run outside Step (chunk.lastUse)
 	tensors     []*tensorInfo // per parameter index
 	byParam     map[*model.Param]*tensorInfo
 	ce          *model.CrossEntropy

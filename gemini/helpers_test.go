@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -132,25 +133,27 @@ func (w *watchBackend) Peak() int64 {
 
 // rankResult is what one rank of a run returns.
 type rankResult struct {
-	state  *engine.State
-	stats  Stats
-	peak   int64 // device peak over the steps (watchBackend)
-	over   int   // allocations over the budget
-	losses []float32
-	logits []float32 // eval-mode forward of batch 0 after training
-	chunks []ChunkInfo
-	host   kernels.MemStats // Gemini's host memory accounting at the end
-	events map[string]int
-	moves  []MoveEvent
-	lag    *lagMover        // the simulated copy engine, when the run had one
-	badSC  string           // the first state change that broke the life cycle
-	steps  []Stats          // Stats after every step
-	lagged [2]int           // the lagMover's moves and stalls when stats was read
-	snaps  []ChunksEvent    // mid-step chunk snapshots (Op set)
-	mems   []MemStatsEvent  // one per step
-	trace  []StateChange    // every state change after New
-	inStep int              // moves issued inside the steps (before the evaluation)
-	hostAt kernels.MemStats // host accounting after the last step
+	state     *engine.State
+	stats     Stats
+	peak      int64 // device peak over the steps (watchBackend)
+	over      int   // allocations over the budget
+	losses    []float32
+	logits    []float32 // eval-mode forward of batch 0 after training
+	chunks    []ChunkInfo
+	host      kernels.MemStats // Gemini's host memory accounting at the end
+	events    map[string]int
+	moves     []MoveEvent
+	lag       *lagMover        // the simulated copy engine, when the run had one
+	badSC     string           // the first state change that broke the life cycle
+	steps     []Stats          // Stats after every step
+	lagged    [2]int           // the lagMover's moves and stalls when stats was read
+	snaps     []ChunksEvent    // mid-step chunk snapshots (Op set)
+	mems      []MemStatsEvent  // one per step
+	trace     []StateChange    // every state change after New
+	inStep    int              // moves issued inside the steps (before the evaluation)
+	hostAt    kernels.MemStats // host accounting after the last step
+	evalMoves []int            // chunk moves and clean drops of each evaluation
+	evalSame  bool             // every evaluation gave the first one's logits
 }
 
 type runSpec struct {
@@ -161,6 +164,7 @@ type runSpec struct {
 	deviceComm   bool          // comm.DeviceComm instead of HostTensorComm
 	load         *engine.State // loaded before the first step when set
 	lag          int           // > 0: moves go through a lagMover with this lag
+	evals        int           // evaluations of batch from after training (0 means 1)
 }
 
 // runGemini trains spec on world CPU ranks.
@@ -245,9 +249,20 @@ func runGeminiErr(spec runSpec) ([]rankResult, error) {
 		}
 		// Evaluation outside Step: every rank runs it (sharded chunks are
 		// all-gathered); it must keep the budget too.
-		logits := m.Forward(xs[spec.from], false)
-		r.logits = make([]float32, logits.Len())
-		w.Download(logits, r.logits)
+		r.evalSame = true
+		for e := range max(spec.evals, 1) {
+			before := g.Stats()
+			logits := m.Forward(xs[spec.from], false)
+			got := make([]float32, logits.Len())
+			w.Download(logits, got)
+			after := g.Stats()
+			r.evalMoves = append(r.evalMoves, after.Moves+after.CleanDrops-before.Moves-before.CleanDrops)
+			if e == 0 {
+				r.logits = got
+			} else if !slices.Equal(got, r.logits) {
+				r.evalSame = false
+			}
+		}
 		r.peak, r.over, r.stats, r.chunks, r.host = w.Peak(), w.over, g.Stats(), g.Chunks(), g.HostMemStats()
 		if r.lag != nil {
 			r.lagged = [2]int{r.lag.moves, r.lag.stalls}

@@ -44,6 +44,10 @@ func (g *Gemini) pre(m model.Module, bwd bool) {
 	g.makeRoom(k, g.fetchBytes(k, cs, bwd), cs)
 	for _, c := range cs {
 		g.fetch(k, c, bwd)
+		if !g.training {
+			g.clock++
+			c.lastUse = g.clock
+		}
 	}
 	g.prefetch(k, cs)
 	for _, t := range ts {

@@ -14,8 +14,14 @@ import (
 // operator) whose next use is farthest away in the traced order (Belady);
 // evicting a chunk moves its payload, gradient buffer and shard to host
 // memory. Optimizer chunks are placed by the policy and not evicted here.
-// Before statistics exist (warm-up, evaluation outside Step) it is
-// conservative: only the operator's own chunks stay on the device.
+// Before statistics exist (warm-up, an evaluation before the first step)
+// it is conservative: only the operator's own chunks stay on the device.
+// Outside Step once they exist (evaluation), chunks stay where they are
+// until the operator's bytes, with the traced non-model peak of a training
+// step standing for the evaluation's (it saves no activations for backward,
+// so it needs less), would break the budget; then the chunk used most
+// recently goes first: the forward visits the chunks in the same order
+// batch after batch, so that one is needed again last (Belady on a cycle).
 
 // conservative reports whether hook k runs without statistics under a budget.
 func (g *Gemini) conservative(k int) bool {
@@ -30,6 +36,10 @@ func (g *Gemini) nonModelNow() int64 { return g.dev.MemStats().Total() - g.manag
 func (g *Gemini) makeRoom(k int, extra int64, keep []*chunk) {
 	b := g.cfg.DeviceBudget
 	if b == 0 {
+		return
+	}
+	if !g.training && g.tr.done {
+		g.makeRoomOutsideStep(extra, keep)
 		return
 	}
 	if g.conservative(k) {
@@ -65,6 +75,33 @@ func (g *Gemini) makeRoom(k int, extra int64, keep []*chunk) {
 	if n := need(); n > b {
 		g.noteOver(k, n)
 	}
+}
+
+// makeRoomOutsideStep evicts, most recently used first, until extra more
+// bytes fit the budget beside a training step's non-model peak.
+func (g *Gemini) makeRoomOutsideStep(extra int64, keep []*chunk) {
+	b := g.cfg.DeviceBudget
+	need := func() int64 { return g.managedDev + extra + max(g.nonModelNow(), g.tr.nonModel) }
+	for need()-g.freeing > b {
+		c := g.mostRecent(keep)
+		if c == nil {
+			break
+		}
+		g.evict(c)
+	}
+	g.reclaim(b, need)
+}
+
+// mostRecent is the evictable chunk outside keep that an operator outside
+// Step fetched last (nil when none is left).
+func (g *Gemini) mostRecent(keep []*chunk) *chunk {
+	var best *chunk
+	for _, c := range g.chunks {
+		if evictable(c) && !contains(keep, c) && (best == nil || c.lastUse > best.lastUse) {
+			best = c
+		}
+	}
+	return best
 }
 
 // shardOnDevice is a chunk of cs whose shard is on the device, or nil.
