@@ -63,3 +63,39 @@ func aligned32(n int) []float32 {
 	}
 	return b[off : off+n]
 }
+
+// TestRoundF16F16CMatchesScalar checks the hardware fp16 rounding against
+// kernels.RoundF16 bit for bit: random bit patterns (NaNs with payloads,
+// infinities, subnormals of both widths), every tie just above and below
+// fp16's range edges, and zeros of both signs.
+func TestRoundF16F16CMatchesScalar(t *testing.T) {
+	if !haveF16C {
+		t.Skip("no F16C on this CPU")
+	}
+	rng := newRNG(21)
+	var src []float32
+	for range 1 << 16 {
+		src = append(src, math.Float32frombits(rng.Uint32()))
+	}
+	for _, b := range []uint32{0, 0x80000000, 0x7f800000, 0xff800000, 0x477fe000, 0x477ff000, 0x477fefff,
+		0x38800000, 0x387fffff, 0x33800000, 0x33000000, 0x33000001, 0x7fc00001, 0xffbfffff} {
+		src = append(src, math.Float32frombits(b))
+	}
+	for e := uint32(100); e < 145; e++ { // ties and near-ties at every exponent around fp16's
+		for _, m := range []uint32{0x1000, 0x3000, 0xfff, 0x1001, 0x2fff, 0x7fe000} {
+			src = append(src, math.Float32frombits(e<<23|m), math.Float32frombits(1<<31|e<<23|m))
+		}
+	}
+	for len(src)%8 != 0 {
+		src = append(src, 1)
+	}
+	dst := make([]float32, len(src))
+	if n := roundF16Vec(dst, src); n != len(src) {
+		t.Fatalf("rounded %d of %d", n, len(src))
+	}
+	for i, v := range src {
+		if want := kernels.RoundF16(v); math.Float32bits(dst[i]) != math.Float32bits(want) {
+			t.Fatalf("%#08x: F16C gives %#08x, RoundF16 %#08x", math.Float32bits(v), math.Float32bits(dst[i]), math.Float32bits(want))
+		}
+	}
+}

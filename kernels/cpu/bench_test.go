@@ -222,3 +222,16 @@ func BenchmarkAdamStepTo(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCopyToF16 measures rounding ResNet-18's 11.2M fp32 master
+// weights into an fp16 host tensor: Gemini's write-back into host payloads.
+func BenchmarkCopyToF16(b *testing.B) {
+	be := New()
+	const n = 11_200_000
+	src := randTensor(be, newRNG(1), n)
+	dst := be.New(kernels.CatParams, kernels.F16, n)
+	b.SetBytes(8 * n)
+	for b.Loop() {
+		be.Copy(dst, src)
+	}
+}

@@ -36,6 +36,31 @@ func kernelAsm(kc int, a, b, c []float32, ldc int, acc bool) {
 	sgemm6x16(kc, &a[0], &b[0], &c[0], ldc, flags)
 }
 
+// roundF16F16C writes src rounded to fp16 into dst for n/8 blocks of 8
+// (half_amd64.s).
+//
+//go:noescape
+func roundF16F16C(dst, src *float32, n int)
+
+// cpuidECX1 is CPUID leaf 1's ECX (half_amd64.s).
+func cpuidECX1() uint32
+
+// haveF16C: the CPU converts between fp32 and fp16 in hardware (every
+// AVX2 CPU does, but the bit is checked).
+var haveF16C = xcpu.X86.HasAVX && cpuidECX1()&(1<<29) != 0
+
+// roundF16Vec writes the longest multiple-of-8 prefix of src rounded to
+// fp16 into dst (same length) and returns its length.
+func roundF16Vec(dst, src []float32) int {
+	n := len(src) &^ 7
+	if !haveF16C || n == 0 {
+		return 0
+	}
+	_ = dst[n-1]
+	roundF16F16C(&dst[0], &src[0], n)
+	return n
+}
+
 // adamAVX2 runs the Adam update on n/8 blocks of 8 and reports whether
 // any of those gradients was inf or NaN (adam_amd64.s). stream writes the
 // outputs with non-temporal stores, which need them 32-byte aligned.

@@ -79,10 +79,18 @@ func (b *Backend) Copy(dst, src *kernels.Tensor) {
 	// whole chunk's fp32 master weights into its host fp16 payload this
 	// way after the optimizer step, on the step's critical path.
 	d, s, dt := dst.Host, src.Host, dst.DType
-	b.parallel(len(d), grain, func(lo, hi int) {
-		copy(d[lo:hi], s[lo:hi])
-		roundSlice(dt, d[lo:hi])
-	})
+	b.parallel(len(d), grain, func(lo, hi int) { copyRound(dt, d[lo:hi], s[lo:hi]) })
+}
+
+// copyRound copies src into dst (same length) rounded to dt, with the
+// hardware conversion where the CPU has one.
+func copyRound(dt kernels.DType, dst, src []float32) {
+	n := 0
+	if dt == kernels.F16 {
+		n = roundF16Vec(dst, src)
+	}
+	copy(dst[n:], src[n:])
+	roundSlice(dt, dst[n:])
 }
 
 // Fill sets every element to v (rounded to t.DType).
@@ -149,8 +157,9 @@ func (b *Backend) round(t *kernels.Tensor) {
 func roundSlice(dt kernels.DType, s []float32) {
 	switch dt {
 	case kernels.F16:
-		for i, v := range s {
-			s[i] = RoundF16(v)
+		n := roundF16Vec(s, s)
+		for i, v := range s[n:] {
+			s[n+i] = RoundF16(v)
 		}
 	case kernels.BF16:
 		for i, v := range s {
