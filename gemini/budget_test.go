@@ -112,8 +112,8 @@ func checkBudgetRun(t *testing.T, name string, budget int64, got, base rankResul
 	if bytes != got.stats.BytesMoved {
 		t.Errorf("%s: move events add up to %d B, stats say %d B", name, bytes, got.stats.BytesMoved)
 	}
-	if n := got.events["gemini.ChunksEvent"] - got.events["mid"]; n != 4 { // New and three steps
-		t.Errorf("%s: %d resting chunk events, want 4", name, n)
+	if n, want := got.events["gemini.ChunksEvent"]-got.events["mid"], len(got.steps)+1; n != want { // New and every step
+		t.Errorf("%s: %d resting chunk events, want %d", name, n, want)
 	}
 }
 
@@ -205,17 +205,46 @@ func TestBudgetedOverflowIsSkipped(t *testing.T) {
 	spec := budgetBase(1, Auto)
 	spec.gem.Scaler.InitialScale = 1 << 24 // the fp16 gradients overflow until the scale backs off
 	base := runGemini(t, spec)[0]
-	spec.gem.DeviceBudget = base.peak / 2
+	for _, frac := range []int64{2, 4} {
+		spec.gem.DeviceBudget = base.peak / frac
+		got := runGemini(t, spec)[0]
+		name := fmt.Sprintf("1/%d overflowing", frac)
+		checkBudgetRun(t, name, spec.gem.DeviceBudget, got, base)
+		if got.state.Scaler == nil || got.state.Scaler.Scale >= 1<<24 {
+			t.Fatalf("%s: scaler %+v: want the scale backed off after an overflow", name, got.state.Scaler)
+		}
+		if got.stats.GradOffloads == 0 || got.stats.EarlyAdam == 0 {
+			t.Fatalf("%s: %d gradient shards offloaded, %d early updates: the background check and the dropped early updates were not exercised",
+				name, got.stats.GradOffloads, got.stats.EarlyAdam)
+		}
+		t.Logf("%s: scale %g after %d steps, losses %v", name, got.state.Scaler.Scale, spec.steps, got.losses)
+	}
+}
+
+// TestSkippedStepDropsSparePayloads: at 1/4 the parameters rest in host
+// memory, so the early updates also round the new weights into spare host
+// payloads; a step that overflows (its loss scale raised to 2^24) must drop
+// them and the steps after it must take their own, ending with the
+// unbudgeted model bit for bit.
+func TestSkippedStepDropsSparePayloads(t *testing.T) {
+	spec := budgetBase(1, Auto)
+	spec.steps, spec.overflowAt = 5, 3
+	base := runGemini(t, spec)[0]
+	spec.gem.DeviceBudget = base.peak / 4
 	got := runGemini(t, spec)[0]
-	checkBudgetRun(t, "1/2 overflowing", spec.gem.DeviceBudget, got, base)
-	if got.state.Scaler == nil || got.state.Scaler.Scale >= 1<<24 {
-		t.Fatalf("scaler %+v: want the scale backed off after an overflow", got.state.Scaler)
+	checkBudgetRun(t, "1/4 with a skipped step", spec.gem.DeviceBudget, got, base)
+	before, skipped := got.steps[spec.overflowAt-1], got.steps[spec.overflowAt]
+	if want := []bool{false, false, false, true, false}; !slices.Equal(got.skipped, want) {
+		t.Fatalf("steps skipped %v, want %v (the one at scale 2^24)", got.skipped, want)
 	}
-	if got.stats.GradOffloads == 0 || got.stats.EarlyAdam == 0 {
-		t.Fatalf("%d gradient shards offloaded, %d early updates: the background check and the dropped early updates were not exercised",
-			got.stats.GradOffloads, got.stats.EarlyAdam)
+	if skipped.EarlyAdam == before.EarlyAdam || skipped.EarlyWriteBacks != before.EarlyWriteBacks {
+		t.Errorf("skipped step: %d early updates, %d early write-backs taken; want some updates and none taken",
+			skipped.EarlyAdam-before.EarlyAdam, skipped.EarlyWriteBacks-before.EarlyWriteBacks)
 	}
-	t.Logf("scale %g after %d steps, losses %v", got.state.Scaler.Scale, spec.steps, got.losses)
+	if last := got.steps[spec.steps-1]; last.EarlyWriteBacks == skipped.EarlyWriteBacks {
+		t.Errorf("no early write-back taken after the skipped step")
+	}
+	t.Logf("%d early updates, %d of them rounded the payloads too", got.stats.EarlyAdam, got.stats.EarlyWriteBacks)
 }
 
 // Under a budget too small to keep the parameters resident, a payload
@@ -223,7 +252,8 @@ func TestBudgetedOverflowIsSkipped(t *testing.T) {
 // still holds the values it was uploaded from. Only a payload written on
 // the device since (by the optimizer step's write-back) travels down, so
 // the payload bytes down are a fraction of those up, and the model is the
-// unbudgeted one bit for bit.
+// unbudgeted one bit for bit. The write-backs into those host payloads are
+// rounded by the early updates, during backward.
 func TestCleanPayloadsAreDropped(t *testing.T) {
 	spec := budgetBase(1, Auto)
 	base := runGemini(t, spec)[0]
@@ -245,6 +275,9 @@ func TestCleanPayloadsAreDropped(t *testing.T) {
 	if got.stats.CleanDrops == 0 || up == 0 || 2*down > up {
 		t.Errorf("payload bytes up %d, down %d with %d clean drops: want drops, and at most half as many bytes down as up",
 			up, down, got.stats.CleanDrops)
+	}
+	if got.stats.EarlyWriteBacks == 0 {
+		t.Errorf("no write-back into host parameters was rounded by an early update")
 	}
 }
 

@@ -64,6 +64,10 @@ type optGroup struct {
 	// host Adam writes before the overflow vote (early.go); allocated on
 	// the first early update.
 	next [3]*kernels.Tensor
+	// nextPay is the spare host payload (or shard) an early update rounds
+	// the new master weights into while the parameters rest in host
+	// memory (early.go).
+	nextPay *kernels.Tensor
 }
 
 // chunk is a fixed-capacity flat buffer of parameters of one dtype, packed

@@ -20,6 +20,14 @@ import (
 // Each also stands for the shard's overflow check (gradcheck.go): the
 // update reads every gradient anyway and reports an inf or NaN, so the
 // host does not scan the shard a second time beside it.
+//
+// Where the chunk's parameters rest in host memory when its update starts
+// (under a tight budget, most of them: backward is done with a chunk once
+// its gradients are reduced), the update also rounds the new master
+// weights into a spare host payload (optGroup.nextPay), and a step that
+// counts swaps that in for the resting one. Otherwise the write-back of
+// 11M values would run on every core after the vote, on the step's
+// critical path, while the GPU idles.
 
 // adamTo is a host backend with an out-of-place Adam that reports whether
 // the gradients held an inf or NaN (the CPU backend's AdamStepTo).
@@ -35,6 +43,10 @@ type earlyAdam struct {
 	last   chan struct{} // closed when the newest update is done
 	wg     sync.WaitGroup
 	issued map[*chunk]bool // chunks with an early update this step
+	// rounded is, per chunk whose update also rounded the new master
+	// weights into its spare payload, the host parameter tensor that the
+	// spare replaces if it still rests there at the step.
+	rounded map[*chunk]*kernels.Tensor
 }
 
 // beginEarly arms early updates for a step whose Adam, if the step
@@ -44,6 +56,7 @@ func (g *Gemini) beginEarly(hp kernels.AdamParams) {
 	e.wait()
 	e.on, e.hp, e.last = e.be != nil, hp, nil
 	clear(e.issued)
+	clear(e.rounded)
 }
 
 // startEarly updates chunk c's host optimizer shard in the background
@@ -61,10 +74,11 @@ func (g *Gemini) startEarly(c *chunk) bool {
 		}
 	}
 	if e.issued == nil {
-		e.issued = map[*chunk]bool{}
+		e.issued, e.rounded = map[*chunk]bool{}, map[*chunk]*kernels.Tensor{}
 	}
 	e.issued[c] = true
 	po, mo, vo, p, gr, m, v, hp := o.next[0], o.next[1], o.next[2], o.master, o.g, o.m, o.v, e.hp
+	pay := g.spareFor(c)
 	prev, done := e.last, make(chan struct{})
 	e.last = done
 	e.wg.Add(1)
@@ -79,8 +93,62 @@ func (g *Gemini) startEarly(c *chunk) bool {
 		if e.be.AdamStepTo(po, mo, vo, p, gr, m, v, hp) {
 			g.chk.bad.Store(true)
 		}
+		if pay != nil {
+			g.host.Copy(pay, po) // rounded to the chunk's dtype, on every core
+		}
 	}()
 	g.stats.EarlyAdam++
+	return true
+}
+
+// spareFor returns c's spare host payload when c's parameters rest in host
+// memory now, or are on the device as a clean copy of host memory that the
+// budget usually drops before the step (then the early update rounds into
+// it), else nil.
+func (g *Gemini) spareFor(c *chunk) *kernels.Tensor {
+	dst := wbSlot(c)
+	rest := dst.clean
+	if dst.on == Host && dst.pend == nil {
+		rest = dst.t
+	}
+	if rest == nil {
+		return nil
+	}
+	o := &c.opt
+	if o.nextPay == nil {
+		o.nextPay = g.allocRaw(Host, rest.Cat, rest.DType, rest.Len())
+	}
+	g.early.rounded[c] = rest
+	return o.nextPay
+}
+
+// takeRounded puts c's spare payload, rounded by its early update, in place
+// of the host parameters it was rounded for and reports whether it did
+// (not when they have moved since). Parameters resting in host memory are
+// swapped for it; a clean device copy is overwritten from it on the copy
+// stream, and it stays the copy's clean host twin, so that the copy's
+// eviction later moves nothing. The old tensor is freed, not kept as the
+// next spare: a pinned buffer may still be read by an upload's DMA, and
+// the allocator reuses it only once that is done.
+func (g *Gemini) takeRounded(c *chunk) bool {
+	dst, was, spare := wbSlot(c), g.early.rounded[c], c.opt.nextPay
+	switch {
+	case was == nil:
+		return false
+	case dst.on == Host && dst.t == was && dst.pend == nil:
+		g.release(Host, was)
+		dst.t = spare
+	case dst.on == Device && dst.clean == was:
+		g.ready(dst)
+		g.release(Host, was)
+		dst.clean = spare
+		dst.pend = &pending{mv: g.mv.UploadAsync(dst.t, spare.Host)}
+		g.stats.WriteBacks++
+	default:
+		return false
+	}
+	c.opt.nextPay = nil
+	g.stats.EarlyWriteBacks++
 	return true
 }
 
@@ -122,4 +190,6 @@ func (g *Gemini) releaseNext(c *chunk) {
 		g.release(Host, t)
 		c.opt.next[i] = nil
 	}
+	g.release(Host, c.opt.nextPay)
+	c.opt.nextPay = nil
 }

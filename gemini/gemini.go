@@ -57,16 +57,19 @@ type Gemini struct {
 
 // Stats are counters for reports and tests.
 type Stats struct {
-	PeakDevice   int64 // largest device MemStats().TotalPeak seen in a Step
-	Moves        int   // chunk parts moved between device and host
-	BytesMoved   int64
-	Gathers      int // all-gathers of sharded chunks
-	Reductions   int // chunk gradient reductions
-	DeviceAdam   int // optimizer chunks updated on the device, last step
-	HostAdam     int // optimizer chunks updated on the host, last step
-	EarlyAdam    int // host optimizer chunk updates started before the overflow vote, in all
-	Traced       bool
-	NonModelPeak int64 // largest non-model bytes of any traced operator
+	PeakDevice int64 // largest device MemStats().TotalPeak seen in a Step
+	Moves      int   // chunk parts moved between device and host
+	BytesMoved int64
+	Gathers    int // all-gathers of sharded chunks
+	Reductions int // chunk gradient reductions
+	DeviceAdam int // optimizer chunks updated on the device, last step
+	HostAdam   int // optimizer chunks updated on the host, last step
+	EarlyAdam  int // host optimizer chunk updates started before the overflow vote, in all
+	// EarlyWriteBacks counts write-backs into host parameters done by an
+	// early update (rounded during backward, swapped in at the step).
+	EarlyWriteBacks int
+	Traced          bool
+	NonModelPeak    int64 // largest non-model bytes of any traced operator
 	// Prefetches counts uploads issued ahead of their operator (in Moves).
 	Prefetches int
 	// Stalls counts moves still in flight when their data was needed: an

@@ -138,6 +138,7 @@ type rankResult struct {
 	peak      int64 // device peak over the steps (watchBackend)
 	over      int   // allocations over the budget
 	losses    []float32
+	skipped   []bool    // per step: the overflow vote skipped its update
 	logits    []float32 // eval-mode forward of batch 0 after training
 	chunks    []ChunkInfo
 	host      kernels.MemStats // Gemini's host memory accounting at the end
@@ -165,6 +166,7 @@ type runSpec struct {
 	load         *engine.State // loaded before the first step when set
 	lag          int           // > 0: moves go through a lagMover with this lag
 	evals        int           // evaluations of batch from after training (0 means 1)
+	overflowAt   int           // > 0: this step runs at a loss scale of 2^24, so it overflows
 }
 
 // runGemini trains spec on world CPU ranks.
@@ -236,11 +238,19 @@ func runGeminiErr(spec runSpec) ([]rankResult, error) {
 			}
 		}
 		for s := spec.from; s < spec.steps; s++ {
+			var keep float64
+			if s == spec.overflowAt && s > 0 { // the scaler goes on as if nothing happened
+				keep, g.tail.Scaler.Scale = g.tail.Scaler.Scale, 1<<24
+			}
 			st, err := g.Step(xs[s], ys[s], spec.lr)
+			if keep != 0 {
+				g.tail.Scaler.Scale = keep
+			}
 			if err != nil {
 				return fmt.Errorf("step %d: %w", s, err)
 			}
 			r.losses = append(r.losses, st.Loss)
+			r.skipped = append(r.skipped, st.Skipped)
 			r.steps = append(r.steps, g.Stats())
 		}
 		r.inStep, r.hostAt = len(r.moves), g.HostMemStats()

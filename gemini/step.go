@@ -117,11 +117,14 @@ func (g *Gemini) adam(hp kernels.AdamParams) {
 	host := 0
 	for _, c := range g.chunks {
 		if o := &c.opt; o.on == Host {
-			if !g.takeEarly(c, hp) {
+			early := g.takeEarly(c, hp)
+			if !early {
 				g.settleWriteBack(o)
 				g.host.AdamStep([]*kernels.Tensor{o.master}, []*kernels.Tensor{o.g}, []*kernels.Tensor{o.m}, []*kernels.Tensor{o.v}, hp)
 			}
-			g.writeBack(c)
+			if !early || !g.takeRounded(c) {
+				g.writeBack(c)
+			}
 			host++
 		}
 	}
@@ -138,13 +141,10 @@ func (g *Gemini) adam(hp kernels.AdamParams) {
 // the full payload of a replicated chunk, this rank's shard of a sharded
 // one (whose payload is gathered again at its next use).
 func (g *Gemini) writeBack(c *chunk) {
-	dst := &c.payload
-	if c.sharded {
-		if c.payload.on != Nowhere {
-			panic(fmt.Sprintf("memory: sharded chunk %d still materialised at the optimizer step", c.id))
-		}
-		dst = &c.shard
+	if c.sharded && c.payload.on != Nowhere {
+		panic(fmt.Sprintf("memory: sharded chunk %d still materialised at the optimizer step", c.id))
 	}
+	dst := wbSlot(c)
 	g.ready(dst)
 	g.dirty(dst)
 	if dst.on == Device && c.opt.on == Host {
@@ -152,6 +152,15 @@ func (g *Gemini) writeBack(c *chunk) {
 		return
 	}
 	g.transfer(dst.t, dst.on, c.opt.master, c.opt.on)
+}
+
+// wbSlot is where c's master weights are written back: the payload of a
+// replicated chunk, this rank's shard of a sharded one.
+func wbSlot(c *chunk) *slot {
+	if c.sharded {
+		return &c.shard
+	}
+	return &c.payload
 }
 
 // uploadMaster rounds host master weights into a device parameter slot
