@@ -41,8 +41,7 @@ func TestGPUBudgetBreakdown(t *testing.T) {
 type timedBackend struct {
 	*watchBackend
 	up, down, finish, adam time.Duration
-	copy                   time.Duration // Copy: on the host, write-backs into host payloads
-	copyB                  int64
+	copy, copyB            atomic.Int64 // Copy (ns, bytes): on the host, write-backs into host payloads (some on early-update goroutines)
 	upB, downB             int64
 	issue                  time.Duration // async move issue (host staging copies)
 	nonFinite              atomic.Int64  // ns in NonFinite (on the device: a sync); host checks run on several goroutines
@@ -106,13 +105,14 @@ func (w *timedBackend) AdamStep(p, g, m, v []*kernels.Tensor, hp kernels.AdamPar
 func (w *timedBackend) Copy(dst, src *kernels.Tensor) {
 	s := time.Now()
 	w.watchBackend.Copy(dst, src)
-	w.copy += time.Since(s)
-	w.copyB += dst.Bytes()
+	w.copy.Add(int64(time.Since(s)))
+	w.copyB.Add(dst.Bytes())
 }
 
 func (w *timedBackend) reset() {
 	w.up, w.down, w.finish, w.adam, w.upB, w.downB, w.issue = 0, 0, 0, 0, 0, 0, 0
-	w.copy, w.copyB = 0, 0
+	w.copy.Store(0)
+	w.copyB.Store(0)
 	w.nonFinite.Store(0)
 	w.early.Store(0)
 }
@@ -194,7 +194,8 @@ func breakdownRun(t *testing.T, dev kernels.Backend, cfg Config, name string) in
 		per(w.up), mib(w.upB)/n, per(w.down), mib(w.downB)/n, per(w.finish),
 		float64(st.GradOffloads-st0.GradOffloads)/n, float64(st.Stalls-st0.Stalls)/n,
 		float64(st.Moves-st0.Moves)/n, mib(st.BytesMoved-st0.BytesMoved)/n, b.String())
-	t.Logf("%s: per step: host copies (write-backs into host payloads) %.2f ms %.1f MiB", name, per(h.copy), mib(h.copyB)/n)
+	t.Logf("%s: per step: host copies (write-backs into host payloads) %.2f ms %.1f MiB, %.1f of them by early updates",
+		name, per(time.Duration(h.copy.Load())), mib(h.copyB.Load())/n, float64(st.EarlyWriteBacks-st0.EarlyWriteBacks)/n)
 	t.Logf("%s: per step: async issue %.2f ms, device NonFinite (waits for the GPU) %.2f ms, host NonFinite %.2f ms and early host Adam %.2f ms (on other goroutines), %d early updates",
 		name, per(w.issue), per(time.Duration(w.nonFinite.Load())), per(time.Duration(h.nonFinite.Load())), per(time.Duration(h.early.Load())),
 		st.EarlyAdam-st0.EarlyAdam)
