@@ -138,6 +138,19 @@ type ChunkMoved struct {
 	Clean bool
 }
 
+// ChunkMoves is one rank's chunk moves since its run started, counted as
+// the ChunkMoved events of that rank would count them (Clean moves are
+// not in ToHost). Rank 0 of a world of processes emits it for the ranks
+// of the other processes, from their reports (their ChunkMoved events
+// stay in their own process). Each event replaces the rank's previous one.
+type ChunkMoves struct {
+	Run                     string
+	Rank                    int
+	ToDevice, ToHost, Clean int
+	Prefetched              int   // of ToDevice: issued ahead of the operator
+	H2DBytes, D2HBytes      int64 // bytes moved to the device / to the host
+}
+
 // CheckpointSaved is sent when the three files of a checkpoint are on disk.
 type CheckpointSaved struct {
 	Run   string
@@ -188,6 +201,7 @@ func (e EpochDone) RunID() string       { return e.Run }
 func (e MemoryUsage) RunID() string     { return e.Run }
 func (e ChunksUpdate) RunID() string    { return e.Run }
 func (e ChunkMoved) RunID() string      { return e.Run }
+func (e ChunkMoves) RunID() string      { return e.Run }
 func (e GeminiStep) RunID() string      { return e.Run }
 func (e CheckpointSaved) RunID() string { return e.Run }
 func (e Paused) RunID() string          { return e.Run }

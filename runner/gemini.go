@@ -24,7 +24,9 @@ func (j *job) newGemini(r int, be kernels.Backend, dc comm.DeviceCommunicator, m
 func (j *job) geminiEvent(e any) {
 	switch ev := e.(type) {
 	case gemini.MoveEvent:
-		j.emit(ChunkMoved{Run: j.info.ID, Rank: ev.Rank, Chunk: ev.Chunk, ToDevice: ev.To == gemini.Device, Bytes: ev.Bytes, Prefetch: ev.Prefetch, Clean: ev.Clean})
+		mv := ChunkMoved{Run: j.info.ID, Rank: ev.Rank, Chunk: ev.Chunk, ToDevice: ev.To == gemini.Device, Bytes: ev.Bytes, Prefetch: ev.Prefetch, Clean: ev.Clean}
+		j.countMove(ev.Rank, mv)
+		j.emit(mv)
 	case gemini.ChunksEvent:
 		j.geminiChunks(ev)
 	case gemini.MemStatsEvent:

@@ -21,6 +21,55 @@ type geminiRank struct {
 	midN   int // mid-step snapshots the last finished step had
 	total  report.GeminiMemStats
 	last   gemRecord // the last step's statistics, for the report to rank 0
+	// For the report to rank 0 as well: the moves and the latest chunk
+	// snapshot forwarded since the run started (what this rank's own
+	// events showed), and the chunk layout of the engine's first snapshot,
+	// against which rank 0 checks the other ranks' chunks.
+	moves  ChunkMoves
+	snap   ChunksUpdate
+	layout []ChunkState
+}
+
+// localGem is world rank r's statistics when this process trains it.
+func (j *job) localGem(r int) *geminiRank {
+	first := 0
+	if j.pool != nil {
+		first = j.pool.first
+	}
+	if i := r - first; i >= 0 && i < len(j.gem) {
+		return &j.gem[i]
+	}
+	return nil
+}
+
+// countMove adds one move to rank r's totals, as the TUI counts ChunkMoved.
+func (j *job) countMove(r int, e ChunkMoved) {
+	g := j.localGem(r)
+	if g == nil {
+		return
+	}
+	m := &g.moves
+	switch {
+	case e.ToDevice:
+		m.ToDevice++
+		m.H2DBytes += e.Bytes
+	case e.Clean:
+		m.Clean++
+	default:
+		m.ToHost++
+		m.D2HBytes += e.Bytes
+	}
+	if e.Prefetch {
+		m.Prefetched++
+	}
+}
+
+// restartChunks forgets the moves and snapshots from before RunStarted:
+// the TUI clears its strip there, and rank 0's copy must match.
+func (j *job) restartChunks() {
+	for i := range j.gem {
+		j.gem[i].moves, j.gem[i].snap = ChunkMoves{}, ChunksUpdate{}
+	}
 }
 
 // hostHolder is a communicator that keeps host staging buffers.
@@ -100,6 +149,12 @@ func (j *job) geminiChunks(ev gemini.ChunksEvent) {
 	for _, c := range ev.Chunks {
 		u.Chunks = append(u.Chunks, ChunkState{ID: c.ID, OnDevice: c.OnDevice(), States: c.States, Bytes: c.Bytes,
 			Params: c.ParamsOn().String(), Optim: c.Optim.String()})
+	}
+	if g := j.localGem(ev.Rank); g != nil {
+		g.snap = u
+		if g.layout == nil && ev.Op == "" {
+			g.layout = u.Chunks
+		}
 	}
 	j.emit(u)
 }

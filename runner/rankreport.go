@@ -12,7 +12,8 @@ import (
 // In a world of processes only rank 0 has a front end, so the other ranks
 // report to it what its front end shows of a rank: the memory accounting
 // (MemoryUsage), the position, the run's peaks so far and, for Gemini, the
-// last step's memory statistics and their totals. Each rank encodes a
+// last step's memory statistics and their totals, its chunk moves and its
+// latest chunk snapshot (chunkreport.go). Each rank encodes a
 // rankRecord whenever it publishes its memory (about once a second and at
 // every epoch's end) and hands it to ProcComm.Report, which sends the
 // latest one from a goroutine of its own; rank 0 reads the records from
@@ -20,9 +21,10 @@ import (
 // ranks. At the end of a run every rank flushes its last record before a
 // barrier, so rank 0's result holds every rank's final peaks.
 
-// rankRecord is one report on the wire: fixed size, little-endian, every
-// field a fixed-size number (binary.Size). Rank 0 refuses a record of
-// another size, version or rank, or with impossible values.
+// rankRecord is one report's head on the wire: fixed size, little-endian,
+// every field a fixed-size number (binary.Size), followed by NumChunks
+// chunkRecords. Rank 0 refuses a record of another size, version or rank,
+// or with impossible values.
 type rankRecord struct {
 	Magic        [4]byte
 	Version      uint32
@@ -40,8 +42,12 @@ type rankRecord struct {
 	HasGemini    uint8
 	PeakDevice   int64 // the run's peaks so far: the result's per-rank fields
 	PeakHost     int64
-	Gem          gemRecord // the last step's Gemini statistics
-	GemTotal     gemRecord // and their totals (Evict: seconds, Step: steps)
+	Gem          gemRecord   // the last step's Gemini statistics
+	GemTotal     gemRecord   // and their totals (Evict: seconds, Step: steps)
+	Moves        moveRecord  // Gemini's chunk moves since the run started
+	ChunkStep    int64       // the latest chunk snapshot's step
+	ChunkOp      [opLen]byte // and operator (NUL-padded, empty at rest)
+	NumChunks    uint32      // its chunks, the chunkRecords that follow
 }
 
 type gemRecord struct {
@@ -55,9 +61,10 @@ type gemRecord struct {
 
 var recordMagic = [4]byte{'r', 'l', 'r', 'r'}
 
-const recordVersion = 1
+// recordVersion 2 added the chunk moves and snapshot.
+const recordVersion = 2
 
-// recordSize is a record's length on the wire.
+// recordSize is a record head's length on the wire.
 var recordSize = binary.Size(rankRecord{})
 
 // reportPoll bounds how often rank 0 looks for new records.
@@ -96,7 +103,9 @@ func (j *job) reportMemory(ev MemoryUsage) {
 			EvictNanos: int64(t.EvictSeconds * 1e9), PeakDevice: t.PeakDeviceBytes, HostPeak: t.PeakHostTierBytes,
 			NonModelPeak: t.NonModelPeakBytes, WastePct: t.ChunkWastePct}
 	}
+	chunks := encodeChunks(&rec, &j.gem[0])
 	b, _ := binary.Append(nil, binary.LittleEndian, &rec) // fixed-size fields: cannot fail
+	b, _ = binary.Append(b, binary.LittleEndian, chunks)
 	if err := j.world.Report(b); err != nil {
 		j.logf(LevelWarn, "%v", err)
 	}
@@ -119,8 +128,9 @@ func (j *job) collectReports(final bool) {
 			continue
 		}
 		var rec rankRecord
+		var chunks []ChunkState
 		if err == nil {
-			rec, err = j.decodeRecord(r, b)
+			rec, chunks, err = j.decodeRecord(r, b)
 		}
 		if err != nil {
 			j.refuseReport(r, err)
@@ -129,6 +139,7 @@ func (j *job) collectReports(final bool) {
 		if rec.Seq > j.remote.seq[r] {
 			j.remote.seq[r] = rec.Seq
 			j.applyRecord(r, rec)
+			j.applyChunks(r, rec, chunks)
 		}
 	}
 }
@@ -141,19 +152,25 @@ func (j *job) refuseReport(r int, err error) {
 	}
 }
 
-// decodeRecord reads rank r's record b and checks it.
-func (j *job) decodeRecord(r int, b []byte) (rankRecord, error) {
+// decodeRecord reads rank r's record b and its chunks and checks them:
+// the head first, so that its chunk count is trusted only once the head
+// is known to be a record of this run's.
+func (j *job) decodeRecord(r int, b []byte) (rankRecord, []ChunkState, error) {
 	var rec rankRecord
-	if len(b) != recordSize {
-		return rec, fmt.Errorf("rank %d sent a report of %d bytes, want %d", r, len(b), recordSize)
+	if len(b) < recordSize {
+		return rec, nil, fmt.Errorf("rank %d sent a report of %d bytes, want at least %d", r, len(b), recordSize)
 	}
-	if _, err := binary.Decode(b, binary.LittleEndian, &rec); err != nil {
-		return rec, fmt.Errorf("rank %d sent an unreadable report: %v", r, err)
+	if _, err := binary.Decode(b[:recordSize], binary.LittleEndian, &rec); err != nil {
+		return rec, nil, fmt.Errorf("rank %d sent an unreadable report: %v", r, err)
 	}
 	if err := j.checkRecord(r, &rec); err != nil {
-		return rec, fmt.Errorf("rank %d sent a bad report: %v", r, err)
+		return rec, nil, fmt.Errorf("rank %d sent a bad report: %v", r, err)
 	}
-	return rec, nil
+	chunks, err := j.decodeChunks(&rec, b[recordSize:])
+	if err != nil {
+		return rec, nil, fmt.Errorf("rank %d sent a bad report: %v", r, err)
+	}
+	return rec, chunks, nil
 }
 
 // checkRecord refuses a record that no rank of this run could have sent.
@@ -169,6 +186,8 @@ func (j *job) checkRecord(r int, rec *rankRecord) error {
 	counts := append(rec.Device[:], rec.Host[:]...)
 	counts = append(counts, rec.DevicePeak, rec.HostPeak, rec.HostPageable, rec.HostPinned, rec.Budget, rec.Capacity,
 		rec.PeakDevice, rec.PeakHost)
+	m := rec.Moves
+	counts = append(counts, m.ToDevice, m.ToHost, m.Clean, m.Prefetched, m.H2D, m.D2H)
 	for _, g := range []gemRecord{rec.Gem, rec.GemTotal} {
 		counts = append(counts, g.Step, g.H2D, g.D2H, g.Evictions, g.EvictNanos, g.PeakDevice, g.HostIn, g.HostPeak, g.NonModelPeak)
 		if !(g.WastePct >= 0 && g.WastePct <= 100) { // NaN fails too
@@ -180,7 +199,7 @@ func (j *job) checkRecord(r int, rec *rankRecord) error {
 			return errors.New("a count outside [0, 2^50]")
 		}
 	}
-	return nil
+	return j.checkChunkHeader(rec)
 }
 
 // applyRecord emits rank r's record as its events and keeps its peaks.

@@ -48,9 +48,19 @@ func world2(t *testing.T) [2]*comm.ProcComm {
 // reportJob is rank r's job of a two-rank gemini run of 3 epochs x 5 steps,
 // as far as reports need it.
 func reportJob(pc *comm.ProcComm, events chan Event) *job {
-	return &job{spec: &spec.Spec{Epochs: 3}, cell: spec.Cell{Plugin: spec.PluginGemini, WorldSize: 2},
+	j := &job{spec: &spec.Spec{Epochs: 3}, cell: spec.Cell{Plugin: spec.PluginGemini, WorldSize: 2},
 		info: RunInfo{ID: "g", StepsPerEpoch: 5}, world: pc, events: events, gem: make([]geminiRank, 1),
-		result: &report.Result{PeakDeviceBytes: make([]int64, 2), PeakHostBytes: make([]int64, 2)}}
+		result: &report.Result{PeakDeviceBytes: make([]int64, 2), PeakHostBytes: make([]int64, 2)},
+		pool:   &rankPool{first: pc.Rank()}}
+	j.gem[0].layout = testLayout()
+	return j
+}
+
+// testLayout is reportJob's chunks, as its engine's first snapshot would
+// give them: two chunks of 3 and 2 tensors.
+func testLayout() []ChunkState {
+	return []ChunkState{{ID: 0, OnDevice: true, States: [5]int{3}, Bytes: 600, Params: "device", Optim: "device"},
+		{ID: 1, OnDevice: true, States: [5]int{2}, Bytes: 400, Params: "device", Optim: "device"}}
 }
 
 // drain returns the events sent so far.
@@ -89,8 +99,8 @@ func TestRankReportsReachRankZero(t *testing.T) {
 	j0.collectReports(true)
 	j0.collectReports(true) // the same record again: forwarded once
 	evs := drain(ev0)
-	if len(evs) != 2 {
-		t.Fatalf("rank 0 emitted %d events, want rank 1's MemoryUsage and GeminiStep: %v", len(evs), evs)
+	if len(evs) != 3 {
+		t.Fatalf("rank 0 emitted %d events, want rank 1's MemoryUsage, GeminiStep and ChunkMoves: %v", len(evs), evs)
 	}
 	want := u
 	want.Epoch, want.Step = 1, 4
@@ -125,9 +135,10 @@ func TestRankReportsRefused(t *testing.T) {
 	for name, b := range map[string][]byte{
 		"short":      enc(func(*rankRecord) {})[:40],
 		"long":       append(enc(func(*rankRecord) {}), 0),
-		"over limit": make([]byte, 4096),
+		"over limit": make([]byte, comm.MaxReport+1),
 		"magic":      enc(func(r *rankRecord) { r.Magic[0] = 'x' }),
-		"version":    enc(func(r *rankRecord) { r.Version = 2 }),
+		"version":    enc(func(r *rankRecord) { r.Version = recordVersion + 1 }),
+		"version 1":  enc(func(r *rankRecord) { r.Version = 1 }),
 		"rank":       enc(func(r *rankRecord) { r.Rank = 0 }),
 		"epoch":      enc(func(r *rankRecord) { r.Epoch = 4 }),
 		"step":       enc(func(r *rankRecord) { r.Step = -1 }),

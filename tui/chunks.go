@@ -16,17 +16,54 @@ type chunkStrip struct {
 	ranks  [][]runner.ChunkState // latest ChunksUpdate per rank
 	when   []runner.ChunksUpdate // per rank: that update's step and operator (Chunks unused)
 	mem    []runner.GeminiStep   // latest step statistics per rank
-	toDev  int                   // chunk moves host -> device
-	toHost int                   // chunk moves device -> host (copies)
-	drops  int                   // clean payloads freed on the device without a copy
-	moved  int64                 // bytes moved either way
-	ahead  int                   // of toDev: prefetched ([gemini] max_prefetch)
+	moves  moveCount             // the ChunkMoved events of this process's ranks
+	// remote is, per rank of another process, its moves so far (rank 0
+	// of a world gets totals from their reports, not one event a move).
+	remote map[int]moveCount
+}
+
+// moveCount is chunk moves counted as the strip shows them.
+type moveCount struct {
+	toDev  int   // chunk moves host -> device
+	toHost int   // chunk moves device -> host (copies)
+	drops  int   // clean payloads freed on the device without a copy
+	moved  int64 // bytes moved either way
+	ahead  int   // of toDev: prefetched ([gemini] max_prefetch)
+}
+
+func (m moveCount) plus(o moveCount) moveCount {
+	return moveCount{m.toDev + o.toDev, m.toHost + o.toHost, m.drops + o.drops, m.moved + o.moved, m.ahead + o.ahead}
+}
+
+// add counts one move.
+func (m *moveCount) add(e runner.ChunkMoved) {
+	if e.Prefetch {
+		m.ahead++
+	}
+	switch {
+	case e.ToDevice:
+		m.toDev++
+	case e.Clean:
+		m.drops++
+	default:
+		m.toHost++
+	}
+	m.moved += e.Bytes
+}
+
+// totalMoves is every rank's moves, in this process or reported.
+func (c *chunkStrip) totalMoves() moveCount {
+	t := c.moves
+	for _, m := range c.remote {
+		t = t.plus(m)
+	}
+	return t
 }
 
 func (c *chunkStrip) Update(ev runner.Event) {
 	switch e := ev.(type) {
 	case runner.RunStarted:
-		c.ranks, c.when, c.mem, c.toDev, c.toHost, c.drops, c.moved, c.ahead = nil, nil, nil, 0, 0, 0, 0, 0
+		c.ranks, c.when, c.mem, c.moves, c.remote = nil, nil, nil, moveCount{}, nil
 	case runner.ChunksUpdate:
 		if e.Rank < 0 {
 			return
@@ -46,18 +83,13 @@ func (c *chunkStrip) Update(ev runner.Event) {
 		}
 		c.mem[e.Rank] = e
 	case runner.ChunkMoved:
-		if e.Prefetch {
-			c.ahead++
+		c.moves.add(e)
+	case runner.ChunkMoves:
+		if c.remote == nil {
+			c.remote = map[int]moveCount{}
 		}
-		switch {
-		case e.ToDevice:
-			c.toDev++
-		case e.Clean:
-			c.drops++
-		default:
-			c.toHost++
-		}
-		c.moved += e.Bytes
+		c.remote[e.Rank] = moveCount{toDev: e.ToDevice, toHost: e.ToHost, drops: e.Clean,
+			moved: e.H2DBytes + e.D2HBytes, ahead: e.Prefetched}
 	}
 }
 
@@ -212,15 +244,17 @@ func (c *chunkStrip) countsLines(counts [numStates]int, w int, st styles) []stri
 	return pack(parts, w)
 }
 
+// placementLine is the legend of the cells' case and every rank's moves.
 func (c *chunkStrip) placementLine(st styles) string {
+	m := c.totalMoves()
 	ahead := ""
-	if c.ahead > 0 {
-		ahead = fmt.Sprintf(" (%d prefetched)", c.ahead)
+	if m.ahead > 0 {
+		ahead = fmt.Sprintf(" (%d prefetched)", m.ahead)
 	}
 	drops := ""
-	if c.drops > 0 { // evictions that copied nothing: the host copy was current
-		drops = fmt.Sprintf(" +%d clean", c.drops)
+	if m.drops > 0 { // evictions that copied nothing: the host copy was current
+		drops = fmt.Sprintf(" +%d clean", m.drops)
 	}
 	return st.dim.Render(fmt.Sprintf("UPPER dev lower host · moves →dev %d%s →host %d%s (%s)",
-		c.toDev, ahead, c.toHost, drops, fmtBytes(c.moved)))
+		m.toDev, ahead, m.toHost, drops, fmtBytes(m.moved)))
 }

@@ -10,8 +10,9 @@ import (
 // at its peak), the peaks, and the host<->device traffic.
 type cmpStats struct {
 	ranks []rankPeak
-	// gemini: every chunk move is reported (ChunkMoved), so a run that
-	// moved nothing has moved 0 bytes, not an unknown amount.
+	// gemini: every chunk move is reported (ChunkMoved, or for a rank of
+	// another process its totals, ChunkMoves), so a run that moved
+	// nothing has moved 0 bytes, not an unknown amount.
 	gemini bool
 }
 
@@ -74,6 +75,12 @@ func (c *cmpStats) Update(ev runner.Event) {
 			p.d2h += e.Bytes
 		}
 		p.xfer = true
+	case runner.ChunkMoves: // another process's rank: its totals so far
+		if e.Rank < 0 {
+			return
+		}
+		p := c.rank(e.Rank)
+		p.h2d, p.d2h, p.xfer = e.H2DBytes, e.D2HBytes, true
 	}
 }
 

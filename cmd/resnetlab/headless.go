@@ -76,7 +76,7 @@ func (h *headless) handle(ev runner.Event) {
 	case runner.RunFinished:
 		h.finished(e)
 	}
-	// MemoryUsage, ChunksUpdate and ChunkMoved are too frequent for a log;
+	// MemoryUsage, ChunksUpdate, ChunkMoved and ChunkMoves are too frequent for a log;
 	// their peaks reach the result files and the final table.
 }
 
