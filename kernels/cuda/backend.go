@@ -184,8 +184,10 @@ func (b *Backend) Sync() error {
 	}
 	b.cnt.Syncs++
 	if b.cp != nil {
-		if err := call("cuStreamSynchronize(copy)", drv.cuStreamSynchronize, b.cp.stream); err != nil {
-			return err
+		for _, l := range b.cp.lanes {
+			if err := call("cuStreamSynchronize(copy)", drv.cuStreamSynchronize, l.stream); err != nil {
+				return err
+			}
 		}
 	}
 	return call("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
