@@ -184,10 +184,8 @@ func (b *Backend) Sync() error {
 	}
 	b.cnt.Syncs++
 	if b.cp != nil {
-		for _, l := range b.cp.lanes {
-			if err := call("cuStreamSynchronize(copy)", drv.cuStreamSynchronize, l.stream); err != nil {
-				return err
-			}
+		if err := call("cuStreamSynchronize(copy)", drv.cuStreamSynchronize, b.cp.stream); err != nil {
+			return err
 		}
 	}
 	return call("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)

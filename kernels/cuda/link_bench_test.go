@@ -28,7 +28,7 @@ func TestGPUPinnedLink(t *testing.T) {
 	defer restore()
 	var s2 uintptr
 	must("cuStreamCreate", drv.cuStreamCreate, uintptr(unsafe.Pointer(&s2)), streamNonBlocking)
-	s1 := b.copier().lanes[up].stream
+	s1 := b.copier().stream
 	h := uintptr(unsafe.Pointer(&host[0]))
 	hb := uintptr(unsafe.Pointer(&back[0]))
 	sync := func(ss ...uintptr) {

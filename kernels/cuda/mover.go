@@ -12,58 +12,41 @@ import (
 )
 
 // The asynchronous mover (kernels.AsyncMover). Copies between device
-// tensors and host memory run on two non-blocking copy streams, one per
-// direction (lanes: uploads, downloads), so they overlap the kernels of the
-// compute stream and each other: the link carries both directions at once
-// (pinned DMA: ~54 GB/s one way, ~99 GB/s both on an H200), and an offload
-// Gemini needs to free device memory does not queue behind the uploads
-// issued before it.
+// tensors and host memory run on a second non-blocking stream, the copy
+// stream, so they overlap the kernels of the compute stream:
 //
 //   - Every copy first waits for an event recorded on the compute stream
 //     when it is issued: a fresh destination's zero fill, and the last
-//     kernel reading a download's source, come before it. A copy whose
-//     device range overlaps a copy in flight in the other lane waits for
-//     that one too, so the two lanes keep issue order wherever it matters.
+//     kernel reading a download's source, come before it.
 //   - Host data goes through pinned staging buffers (cuMemAllocHost), so
 //     the DMA is truly asynchronous; the Go slice is copied (on several cores) into the
 //     staging at issue (uploads) or out of it on completion (downloads).
 //     Host memory from AllocPinned (pinned.go) is used directly instead.
 //   - Half-precision tensors are converted on the device by the convert
-//     kernel, on the copy stream, through a fixed fp32 bounce buffer per
-//     lane (bounceElems floats, outside the allocator's accounting), so the host
+//     kernel, on the copy stream, through a fixed fp32 bounce buffer
+//     (bounceElems floats, outside the allocator's accounting), so the host
 //     never converts element by element and no device temporary is needed.
-//   - Each move records an event on its stream when it ends: Await
+//   - Each move records an event on the copy stream when it ends: Await
 //     makes the compute stream wait for it, Finish and Done query it.
-//     A lane completes its moves in issue order, so finished moves
-//     are reaped from the front of its in-flight list.
+//     The copy stream completes moves in issue order, so finished moves
+//     are reaped from the front of the in-flight list.
 //
-// A Backend without any move never creates the copy streams.
+// A Backend without any move never creates the copy stream.
 
 const bounceElems = 1 << 20 // 4 MiB of fp32
 
 var _ kernels.AsyncMover = (*Backend)(nil)
 
-// copier is the copy streams and the resources their moves use.
+// copier is the copy stream and the resources its moves use.
 type copier struct {
-	lanes     [2]lane // up, down
-	computeEv uintptr // compute-stream mark a copy stream waits on
+	stream    uintptr
+	computeEv uintptr // compute-stream mark the copy stream waits on
+	bounce    uintptr // fp32 device buffer for conversions
 	events    []uintptr
 	pinned    map[int64][]unsafe.Pointer // idle staging buffers by size class
 	regions   map[uintptr]*pinRegion     // pinned buffers handed out (pinned.go), by address
 	held      int64                      // bytes of pinned memory allocated (staging and AllocPinned)
-}
-
-// The lanes.
-const (
-	up   = 0
-	down = 1
-)
-
-// lane is one direction's copy stream.
-type lane struct {
-	stream   uintptr
-	bounce   uintptr // fp32 device buffer for conversions
-	inflight []*move // issue order
+	inflight  []*move                    // issue order
 }
 
 // move is one copy on the copy stream.
@@ -75,8 +58,6 @@ type move struct {
 	n     int
 	dst   []float32  // a download's destination, filled from stage on completion
 	reg   *pinRegion // the pinned host side of a direct move
-	lo    uintptr    // the device bytes [lo, hi) it reads or writes
-	hi    uintptr
 	done  bool
 }
 
@@ -133,52 +114,38 @@ func (c *copier) complete(m *move) {
 	m.stage, m.ev, m.dst, m.reg, m.done = nil, 0, nil, nil, true
 }
 
-// reap completes the finished moves at the front of each in-flight list.
+// reap completes the finished moves at the front of the in-flight list.
 func (c *copier) reap() {
-	for k := range c.lanes {
-		l := &c.lanes[k]
-		i := 0
-		for ; i < len(l.inflight); i++ {
-			m := l.inflight[i]
-			if !m.done && !c.poll(m) {
-				break
-			}
+	i := 0
+	for ; i < len(c.inflight); i++ {
+		m := c.inflight[i]
+		if !m.done && !c.poll(m) {
+			break
 		}
-		l.inflight = append(l.inflight[:0], l.inflight[i:]...)
 	}
+	c.inflight = append(c.inflight[:0], c.inflight[i:]...)
 }
 
 // copier returns the copier, creating it on first use.
 func (b *Backend) copier() *copier {
 	if b.cp == nil {
 		c := &copier{pinned: map[int64][]unsafe.Pointer{}, regions: map[uintptr]*pinRegion{}}
-		for k := range c.lanes {
-			l := &c.lanes[k]
-			must("cuStreamCreate(copy)", drv.cuStreamCreate, uintptr(unsafe.Pointer(&l.stream)), streamNonBlocking)
-			must("cuMemAlloc_v2(bounce)", drv.cuMemAlloc, uintptr(unsafe.Pointer(&l.bounce)), 4*bounceElems)
-		}
+		must("cuStreamCreate(copy)", drv.cuStreamCreate, uintptr(unsafe.Pointer(&c.stream)), streamNonBlocking)
 		b.cp = c
 		must("cuEventCreate", drv.cuEventCreate, uintptr(unsafe.Pointer(&c.computeEv)), eventDisableTiming)
+		must("cuMemAlloc_v2(bounce)", drv.cuMemAlloc, uintptr(unsafe.Pointer(&c.bounce)), 4*bounceElems)
 	}
 	return b.cp
 }
 
-// copies returns the copier and lane k after reaping and ordering lane k's
-// stream after the compute work issued so far and after every move in
-// flight in the other lane that touches the device bytes of t.
-func (b *Backend) copies(k int, t *kernels.Tensor) (*copier, *lane) {
+// copies returns the copier after reaping and ordering the copy stream
+// after the compute work issued so far.
+func (b *Backend) copies() *copier {
 	c := b.copier()
 	c.reap()
-	l := &c.lanes[k]
 	must("cuEventRecord(compute)", drv.cuEventRecord, c.computeEv, b.stream)
-	must("cuStreamWaitEvent(copy)", drv.cuStreamWaitEvent, l.stream, c.computeEv, 0)
-	lo, hi := t.Dev, t.Dev+uintptr(t.Bytes())
-	for _, m := range c.lanes[1-k].inflight {
-		if !m.done && m.lo < hi && lo < m.hi {
-			must("cuStreamWaitEvent(lane)", drv.cuStreamWaitEvent, l.stream, m.ev, 0)
-		}
-	}
-	return c, l
+	must("cuStreamWaitEvent(copy)", drv.cuStreamWaitEvent, c.stream, c.computeEv, 0)
+	return c
 }
 
 // staging returns a pinned buffer of at least n floats.
@@ -213,9 +180,9 @@ func parallelCopy(dst, src []float32) {
 	wg.Wait()
 }
 
-// finish records the end of a move of t's device bytes issued on lane l.
-func (c *copier) finish(b *Backend, l *lane, t *kernels.Tensor, h hostSide, n int, dst []float32) *move {
-	m := &move{b: b, stage: h.stage, class: h.class, n: n, reg: h.reg, lo: t.Dev, hi: t.Dev + uintptr(t.Bytes())}
+// finish records the end of a move issued on the copy stream.
+func (c *copier) finish(b *Backend, h hostSide, n int, dst []float32) *move {
+	m := &move{b: b, stage: h.stage, class: h.class, n: n, reg: h.reg}
 	if h.reg == nil {
 		m.dst = dst
 	} else {
@@ -226,8 +193,8 @@ func (c *copier) finish(b *Backend, l *lane, t *kernels.Tensor, h hostSide, n in
 	} else {
 		must("cuEventCreate", drv.cuEventCreate, uintptr(unsafe.Pointer(&m.ev)), eventDisableTiming)
 	}
-	must("cuEventRecord(copy)", drv.cuEventRecord, m.ev, l.stream)
-	l.inflight = append(l.inflight, m)
+	must("cuEventRecord(copy)", drv.cuEventRecord, m.ev, c.stream)
+	c.inflight = append(c.inflight, m)
 	return m
 }
 
@@ -270,23 +237,23 @@ func (b *Backend) UploadAsync(dst *kernels.Tensor, src []float32) kernels.Move {
 	if n == 0 {
 		return kernels.Completed
 	}
-	c, l := b.copies(up, dst)
+	c := b.copies()
 	h := c.hostEnd(src)
 	if h.reg == nil {
 		parallelCopy(unsafe.Slice((*float32)(h.stage), n), src)
 	}
 	if dst.DType == kernels.F32 {
-		must("cuMemcpyHtoDAsync_v2(copy)", drv.cuMemcpyHtoDAsync, dst.Dev, h.ptr, uintptr(4*n), l.stream)
-		return c.finish(b, l, dst, h, n, nil)
+		must("cuMemcpyHtoDAsync_v2(copy)", drv.cuMemcpyHtoDAsync, dst.Dev, h.ptr, uintptr(4*n), c.stream)
+		return c.finish(b, h, n, nil)
 	}
 	es := uintptr(dst.DType.Size())
 	for off := 0; off < n; off += bounceElems {
 		k := min(bounceElems, n-off)
-		must("cuMemcpyHtoDAsync_v2(bounce)", drv.cuMemcpyHtoDAsync, l.bounce, h.ptr+uintptr(4*off), uintptr(4*k), l.stream)
-		b.args.reset().ptr(dst.Dev + uintptr(off)*es).i32(int(dst.DType)).ptr(l.bounce).i32(int(kernels.F32)).i64(k)
-		b.launchOn(l.stream, "convert", b.gridFor(k), 1, 1, 256)
+		must("cuMemcpyHtoDAsync_v2(bounce)", drv.cuMemcpyHtoDAsync, c.bounce, h.ptr+uintptr(4*off), uintptr(4*k), c.stream)
+		b.args.reset().ptr(dst.Dev + uintptr(off)*es).i32(int(dst.DType)).ptr(c.bounce).i32(int(kernels.F32)).i64(k)
+		b.launchOn(c.stream, "convert", b.gridFor(k), 1, 1, 256)
 	}
-	return c.finish(b, l, dst, h, n, nil)
+	return c.finish(b, h, n, nil)
 }
 
 // DownloadAsync starts copying src into dst as float32 once the compute
@@ -299,20 +266,20 @@ func (b *Backend) DownloadAsync(src *kernels.Tensor, dst []float32) kernels.Move
 	if n == 0 {
 		return kernels.Completed
 	}
-	c, l := b.copies(down, src)
+	c := b.copies()
 	h := c.hostEnd(dst)
 	if src.DType == kernels.F32 {
-		must("cuMemcpyDtoHAsync_v2(copy)", drv.cuMemcpyDtoHAsync, h.ptr, src.Dev, uintptr(4*n), l.stream)
-		return c.finish(b, l, src, h, n, dst)
+		must("cuMemcpyDtoHAsync_v2(copy)", drv.cuMemcpyDtoHAsync, h.ptr, src.Dev, uintptr(4*n), c.stream)
+		return c.finish(b, h, n, dst)
 	}
 	es := uintptr(src.DType.Size())
 	for off := 0; off < n; off += bounceElems {
 		k := min(bounceElems, n-off)
-		b.args.reset().ptr(l.bounce).i32(int(kernels.F32)).ptr(src.Dev + uintptr(off)*es).i32(int(src.DType)).i64(k)
-		b.launchOn(l.stream, "convert", b.gridFor(k), 1, 1, 256)
-		must("cuMemcpyDtoHAsync_v2(bounce)", drv.cuMemcpyDtoHAsync, h.ptr+uintptr(4*off), l.bounce, uintptr(4*k), l.stream)
+		b.args.reset().ptr(c.bounce).i32(int(kernels.F32)).ptr(src.Dev + uintptr(off)*es).i32(int(src.DType)).i64(k)
+		b.launchOn(c.stream, "convert", b.gridFor(k), 1, 1, 256)
+		must("cuMemcpyDtoHAsync_v2(bounce)", drv.cuMemcpyDtoHAsync, h.ptr+uintptr(4*off), c.bounce, uintptr(4*k), c.stream)
 	}
-	return c.finish(b, l, src, h, n, dst)
+	return c.finish(b, h, n, dst)
 }
 
 // Await makes the compute ops issued from now on wait for m.
@@ -343,11 +310,9 @@ func (b *Backend) closeCopier() {
 	if c == nil {
 		return
 	}
-	for k := range c.lanes {
-		_ = call("cuStreamSynchronize(copy)", drv.cuStreamSynchronize, c.lanes[k].stream)
-		for _, m := range c.lanes[k].inflight {
-			c.complete(m)
-		}
+	_ = call("cuStreamSynchronize(copy)", drv.cuStreamSynchronize, c.stream)
+	for _, m := range c.inflight {
+		c.complete(m)
 	}
 	for _, l := range c.pinned {
 		for _, p := range l {
@@ -360,9 +325,7 @@ func (b *Backend) closeCopier() {
 	for _, ev := range append(c.events, c.computeEv) {
 		_ = call("cuEventDestroy_v2", drv.cuEventDestroy, ev)
 	}
-	for _, l := range c.lanes {
-		_ = call("cuMemFree_v2(bounce)", drv.cuMemFree, l.bounce)
-		_ = call("cuStreamDestroy_v2(copy)", drv.cuStreamDestroy, l.stream)
-	}
+	_ = call("cuMemFree_v2(bounce)", drv.cuMemFree, c.bounce)
+	_ = call("cuStreamDestroy_v2(copy)", drv.cuStreamDestroy, c.stream)
 	b.cp = nil
 }

@@ -107,59 +107,6 @@ func TestMoverDownloadWaitsForCompute(t *testing.T) {
 	}
 }
 
-// The lanes keep issue order where two moves touch the same device bytes:
-// a download issued right after an upload into its source (no compute in
-// between) reads the uploaded values, and an upload issued right after a
-// download of its destination does not overwrite the values before the
-// download has read them. Moves of unrelated tensors run both ways at once
-// (the times are logged, not asserted).
-func TestMoverLanesKeepOrder(t *testing.T) {
-	b := device(t)
-	n := 4*bounceElems + 3 // several bounce pieces: the lanes' conversions interleave
-	for _, dt := range dtypes {
-		first, second := rounded(n, dt, 11), rounded(n, dt, 12)
-		d := b.New(kernels.CatParams, dt, n)
-		up := b.UploadAsync(d, first)
-		got := make([]float32, n)
-		b.Finish(b.DownloadAsync(d, got))
-		b.Finish(up)
-		same(t, dt.String()+" download after upload", got, first)
-		down := b.DownloadAsync(d, got)
-		b.Finish(b.UploadAsync(d, second))
-		b.Finish(down)
-		same(t, dt.String()+" upload after download: the download", got, first)
-		b.Download(d, got)
-		same(t, dt.String()+" upload after download: the upload", got, second)
-		b.Free(d)
-	}
-	x, y := b.New(kernels.CatParams, kernels.F32, 16<<20), b.New(kernels.CatParams, kernels.F32, 16<<20)
-	defer b.Free(x)
-	defer b.Free(y)
-	hx, hy := b.AllocPinned(x.Len()), b.AllocPinned(y.Len())
-	defer b.FreePinned(hx)
-	defer b.FreePinned(hy)
-	for range 2 { // the first round warms up
-		s := time.Now()
-		b.Finish(b.UploadAsync(x, hx))
-		b.Finish(b.DownloadAsync(y, hy))
-		serial := time.Since(s)
-		s = time.Now()
-		u, dn := b.UploadAsync(x, hx), b.DownloadAsync(y, hy)
-		b.Finish(u)
-		b.Finish(dn)
-		t.Logf("64 MiB up then 64 MiB down %v; both at once %v", serial, time.Since(s))
-	}
-}
-
-func same(t *testing.T, what string, got, want []float32) {
-	t.Helper()
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("%s: element %d = %g, want %g", what, i, got[i], want[i])
-		}
-	}
-}
-
 // The copy stream overlaps the compute stream issued after the copy:
 // logged, not asserted (the ratio depends on the machine).
 func TestMoverOverlap(t *testing.T) {
