@@ -39,7 +39,9 @@
 // backend and those in host memory with the CPU backend in the same step;
 // a host chunk is updated as soon as its gradient shard has arrived,
 // during the rest of backward, into a second set of buffers that the step
-// keeps only when the overflow vote says it counts (early.go). Moves and
+// keeps only when the overflow vote says it counts (early.go); where the
+// chunk's parameters rest in host memory the update also rounds the new
+// weights into a spare host payload that the step swaps in. Moves and
 // placement only copy values, and both backends' Adam do the same IEEE
 // operations, so a budgeted run computes exactly what an unbudgeted one
 // does, on the CPU and on the GPU.
