@@ -28,7 +28,7 @@ func defaultKeys() keyMap {
 		Compare:    b([]string{"v"}, "v", "compare runs"),
 		Help:       b([]string{"?"}, "?", "help"),
 		Quit:       b([]string{"q"}, "q", "quit"),
-		ForceQuit:  b([]string{"ctrl+c"}, "ctrl+c", "quit now (stop runs, no checkpoint)"),
+		ForceQuit:  b([]string{"ctrl+c"}, "ctrl+c", "quit now (runs checkpoint and stop)"),
 		Up:         b([]string{"up", "k"}, "↑/k", "dialog: up"),
 		Down:       b([]string{"down", "j"}, "↓/j", "dialog: down"),
 		Enter:      b([]string{"enter"}, "enter", "dialog: choose"),

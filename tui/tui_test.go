@@ -279,3 +279,27 @@ func TestCompareShowsEveryRunOfABigGrid(t *testing.T) {
 		}
 	}
 }
+
+// The help overlay tells what Ctrl-C does: the runs still training stop
+// and checkpoint first, as cmd/resnetlab's TestUIQuitRule checks of the
+// real runner (it used to say "no checkpoint").
+func TestHelpSaysCtrlCCheckpoints(t *testing.T) {
+	f := newFakeRunner(t, 0)
+	f.start()
+	tm, rec := startTUI(t, f.options(), 200, 50)
+	waitScreen(t, rec, "all finished", contains("all runs finished"))
+	sendKey(tm, "?")
+	s := waitScreen(t, rec, "help", contains("resnetlab keys"))
+	var line string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "ctrl+c") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "quit now (runs checkpoint and stop)") || strings.Contains(line, "no checkpoint") {
+		t.Fatalf("help's ctrl+c line %q, want it to say the runs checkpoint; screen:\n%s", line, s)
+	}
+	sendKey(tm, "x")
+	sendKey(tm, "enter")
+	tm.WaitFinished(t, teatest.WithFinalTimeout(20*time.Second))
+}
