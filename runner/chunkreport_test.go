@@ -19,21 +19,8 @@ import (
 func countMoves(evs []Event, rank int) ChunkMoves {
 	var m ChunkMoves
 	for _, e := range only[ChunkMoved](evs) {
-		if e.Rank != rank {
-			continue
-		}
-		switch {
-		case e.ToDevice:
-			m.ToDevice++
-			m.H2DBytes += e.Bytes
-		case e.Clean:
-			m.Clean++
-		default:
-			m.ToHost++
-			m.D2HBytes += e.Bytes
-		}
-		if e.Prefetch {
-			m.Prefetched++
+		if e.Rank == rank {
+			m.add(e)
 		}
 	}
 	return m
@@ -149,23 +136,7 @@ func TestChunkReportsRefused(t *testing.T) {
 		"prefetch":    enc(func(r *rankRecord, _ *[]chunkRecord) { r.Moves.Prefetched = 3 }),
 		"moves":       enc(func(r *rankRecord, _ *[]chunkRecord) { r.Moves.D2H = -1 }),
 	} {
-		if err := pcs[1].Store().Set("report/1", b, time.Second); err != nil {
-			t.Fatal(err)
-		}
-		events := make(chan Event, 16)
-		j0 := reportJob(pcs[0], events)
-		for range 3 {
-			j0.collectReports(true)
-		}
-		evs := drain(events)
-		if len(evs) != 1 {
-			t.Errorf("%s: %d events %v, want one warning", name, len(evs), evs)
-			continue
-		}
-		l, ok := evs[0].(Log)
-		if !ok || l.Level != LevelWarn || !strings.Contains(l.Text, "rank 1") || strings.Contains(l.Text, "\n") {
-			t.Errorf("%s: %+v, want a one-line warning naming rank 1", name, evs[0])
-		}
+		refusedOnce(t, pcs, name, b)
 	}
 
 	if err := pcs[1].Store().Set("report/1", enc(func(*rankRecord, *[]chunkRecord) {}), time.Second); err != nil {

@@ -48,7 +48,11 @@ func (j *job) countMove(r int, e ChunkMoved) {
 	if g == nil {
 		return
 	}
-	m := &g.moves
+	g.moves.add(e)
+}
+
+// add counts one move into m.
+func (m *ChunkMoves) add(e ChunkMoved) {
 	switch {
 	case e.ToDevice:
 		m.ToDevice++

@@ -146,22 +146,9 @@ func TestRankReportsRefused(t *testing.T) {
 		"huge":       enc(func(r *rankRecord) { r.PeakHost = math.MaxInt64 }),
 		"nan":        enc(func(r *rankRecord) { r.GemTotal.WastePct = math.NaN() }),
 	} {
-		if err := pcs[1].Store().Set("report/1", b, time.Second); err != nil {
-			t.Fatal(err)
-		}
-		events := make(chan Event, 16)
-		j0 := reportJob(pcs[0], events)
-		for range 3 {
-			j0.collectReports(true)
-		}
-		evs := drain(events)
-		if len(evs) != 1 {
-			t.Errorf("%s: %d events %v, want one warning", name, len(evs), evs)
+		j0, ok := refusedOnce(t, pcs, name, b)
+		if !ok {
 			continue
-		}
-		l, ok := evs[0].(Log)
-		if !ok || l.Level != LevelWarn || !strings.Contains(l.Text, "rank 1") || strings.Contains(l.Text, "\n") {
-			t.Errorf("%s: %+v, want a one-line warning naming rank 1", name, evs[0])
 		}
 		if j0.result.PeakDeviceBytes[1] != 0 {
 			t.Errorf("%s: the result took peak %d", name, j0.result.PeakDeviceBytes[1])
@@ -174,4 +161,31 @@ func TestRankReportsRefused(t *testing.T) {
 	if j0.collectReports(true); j0.result.PeakDeviceBytes[1] != 5 { // the control: a good record is taken
 		t.Errorf("a good record: peak %d, want 5", j0.result.PeakDeviceBytes[1])
 	}
+}
+
+// refusedOnce stores b as rank 1's report, lets rank 0 collect reports
+// three times and checks that it logged exactly one one-line warning
+// naming rank 1 (a refusal is logged once); it returns rank 0's job and
+// whether the check held.
+func refusedOnce(t *testing.T, pcs [2]*comm.ProcComm, name string, b []byte) (*job, bool) {
+	t.Helper()
+	if err := pcs[1].Store().Set("report/1", b, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan Event, 16)
+	j0 := reportJob(pcs[0], events)
+	for range 3 {
+		j0.collectReports(true)
+	}
+	evs := drain(events)
+	if len(evs) != 1 {
+		t.Errorf("%s: %d events %v, want one warning", name, len(evs), evs)
+		return j0, false
+	}
+	l, ok := evs[0].(Log)
+	if !ok || l.Level != LevelWarn || !strings.Contains(l.Text, "rank 1") || strings.Contains(l.Text, "\n") {
+		t.Errorf("%s: %+v, want a one-line warning naming rank 1", name, evs[0])
+		return j0, false
+	}
+	return j0, true
 }
