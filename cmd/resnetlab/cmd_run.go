@@ -88,8 +88,8 @@ func (c *cli) fallBackToHeadless() bool {
 
 // execute runs the spec with its front end and returns the exit code.
 func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opts runner.RunOptions) int {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	events := make(chan runner.Event, 1024)
 	cmds := make(chan runner.Command, 16)
 	runErr := make(chan error, 1)
@@ -112,7 +112,7 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 		t := newTee(events)
 		uiErr := c.tui(ctx, sp, cells, t.out, cmds)
 		t.stopForwarding()
-		cancel() // the user quit: stop whatever still runs
+		cancel(errUIQuit) // the user quit (Ctrl-C; q has stopped the runs): stop whatever still runs
 		if uiErr != nil && !errors.Is(uiErr, context.Canceled) {
 			fmt.Fprintf(c.stderr, "resnetlab: terminal UI: %v\n", uiErr)
 			failed = true
@@ -142,6 +142,17 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 	}
 	return exitOK
 }
+
+// errUIQuit is why the runs still training stop once the UI has quit
+// (Ctrl-C): their results say "interrupted: ctrl+c in the terminal UI"
+// rather than "context canceled". It matches context.Canceled, so they end
+// interrupted (checkpointing first) and the exit status is 130.
+var errUIQuit error = uiQuitError{}
+
+type uiQuitError struct{}
+
+func (uiQuitError) Error() string        { return "ctrl+c in the terminal UI" }
+func (uiQuitError) Is(target error) bool { return target == context.Canceled }
 
 // writePlots draws this session's finished runs into results/<spec>.png
 // and .svg (rank 0 only, like the result files) and says where. A figure

@@ -74,5 +74,8 @@ func TestUIQuitRule(t *testing.T) {
 		if !strings.Contains(out.String(), "interrupted") || !strings.Contains(out.String(), "torch_ddp") {
 			t.Errorf("%s: no summary table after the UI quit: %q", c.name, out)
 		}
+		if c.send == nil && !strings.Contains(out.String(), "torch_ddp-fp32-1: interrupted: ctrl+c in the terminal UI") {
+			t.Errorf("%s: the summary should say why the run stopped: %q", c.name, out)
+		}
 	}
 }
