@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"resnetlab/spec"
 )
 
 // launchGrace is how long the other processes of a failed world get to
@@ -35,9 +38,13 @@ func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 	if done {
 		return code
 	}
+	nprocSet := false
+	fs.Visit(func(f *flag.Flag) { nprocSet = nprocSet || f.Name == "nproc-per-node" })
 	switch {
 	case len(pos) != 1:
 		return c.usageError("launch", fmt.Sprintf("want one spec file, got %d arguments", len(pos)))
+	case !nprocSet:
+		return c.usageError("launch", "--nproc-per-node N is required: the number of ranks (processes) of this node, 1 to 1024")
 	case *nproc < 1 || *nproc > 1024:
 		return c.usageError("launch", fmt.Sprintf("--nproc-per-node %d: want the number of ranks of this node, 1 to 1024", *nproc))
 	case *nnodes < 1 || *nnodes > 1<<16:
@@ -48,6 +55,10 @@ func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 		return c.usageError("launch", fmt.Sprintf("--master-port %d: want 1 to 65535", *port))
 	case *addr == "":
 		return c.usageError("launch", "--master-addr \"\": want rank 0's host name or address")
+	}
+	if err := checkLaunchSpec(pos[0], *nnodes**nproc); err != nil {
+		fmt.Fprintf(c.stderr, "resnetlab launch: %v\n", err)
+		return exitFailed
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -87,6 +98,28 @@ func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 		c.stderr.Write(b.bytes())
 	}
 	return code
+}
+
+// checkLaunchSpec refuses, before any process starts, a spec that every
+// rank would refuse at once (each printing the same message): one that
+// does not load, or whose grid is not exactly one run of the world's size.
+func checkLaunchSpec(path string, world int) error {
+	sp, err := spec.Load(path)
+	if err != nil {
+		return err
+	}
+	cells, _, err := sp.Cells()
+	switch {
+	case err != nil:
+		return err
+	case len(cells) != 1:
+		return fmt.Errorf("%s: a launch trains one run, but the grid has %d (narrow plugin, precision and gpus to one run)",
+			sp.File, len(cells))
+	case cells[0].WorldSize != world:
+		return fmt.Errorf("%s: run %s has gpus = %d, but this launch starts a world of %d processes "+
+			"(--nproc-per-node x --nnodes; make them equal)", sp.File, cells[0].ID, cells[0].WorldSize, world)
+	}
+	return nil
 }
 
 // launchArgs is the command line of a rank: rank 0 with the UI runs

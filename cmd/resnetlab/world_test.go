@@ -398,14 +398,46 @@ func TestLaunchOnTerminal(t *testing.T) {
 
 func TestLaunchFlags(t *testing.T) {
 	for want, args := range map[string][]string{
-		"--nproc-per-node 0":  {"launch", "w.toml"},
-		"--node-rank 2":       {"launch", "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "2", "w.toml"},
-		"want one spec file":  {"launch", "--nproc-per-node", "1"},
-		"--master-port 70000": {"launch", "--nproc-per-node", "1", "--master-port", "70000", "w.toml"},
+		"--nproc-per-node N is required": {"launch", "w.toml"},
+		"--nproc-per-node 0":             {"launch", "--nproc-per-node", "0", "w.toml"},
+		"--node-rank 2":                  {"launch", "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "2", "w.toml"},
+		"want one spec file":             {"launch", "--nproc-per-node", "1"},
+		"--master-port 70000":            {"launch", "--nproc-per-node", "1", "--master-port", "70000", "w.toml"},
 	} {
 		var out, errb bytes.Buffer
 		if code := newCLI(&out, &errb).main(context.Background(), args); code != exitUsage || !strings.Contains(errb.String(), want) {
 			t.Errorf("%v: exit %d, %q, want %q", args, code, errb.String(), want)
+		}
+	}
+}
+
+// A spec that every rank would refuse is refused by the launcher itself,
+// once, before it starts any process: a missing file, a grid of several
+// runs, a run whose gpus is not the world's size.
+func TestLaunchChecksSpecFirst(t *testing.T) {
+	// Should the launcher start this test binary after all, it runs as
+	// resnetlab (TestMain) rather than as the whole test suite again.
+	t.Setenv("RESNETLAB_TEST_MAIN", "1")
+	const base = "dataset = \"synthetic\"\nwidth = 4\nepochs = 1\ndevice = \"cpu\"\ncheckpoint = \"ck/{plugin}-{precision}-{gpus}\"\n"
+	for want, c := range map[string]struct{ src, nproc string }{
+		"file not found": {"", "2"},
+		"a launch trains one run, but the grid has 4 (narrow plugin, precision and gpus to one run)": {
+			base + "[grid]\nplugin = [\"torch_ddp\", \"torch_ddp_fp16\", \"low_level_zero\", \"gemini\"]\ngpus = [2]\n", "2"},
+		"run gemini-fp16-1 has gpus = 1, but this launch starts a world of 2 processes": {
+			base + "[grid]\nplugin = [\"gemini\"]\n[gemini]\ndevice_budget = \"30MiB\"\n", "2"},
+	} {
+		sp := filepath.Join(t.TempDir(), "missing.toml")
+		if c.src != "" {
+			sp = writeSpec(t, c.src)
+		}
+		var out, errb bytes.Buffer
+		code := newCLI(&out, &errb).main(context.Background(), []string{"launch", "--nproc-per-node", c.nproc, "--master-port", port(t), sp})
+		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+		if code != exitFailed || len(lines) != 1 || !strings.Contains(lines[0], want) || !strings.Contains(lines[0], filepath.Base(sp)) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and one line naming the spec and %q", sp, code, errb.String(), exitFailed, want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%s: a process ran: stdout %q", sp, out.String())
 		}
 	}
 }
