@@ -272,50 +272,103 @@ func TestSoftmaxCrossEntropyMatchesCPU(t *testing.T) {
 // The device's Adam does the CPU's IEEE operations one by one (no FMA
 // contraction), so parameters and moments must equal the CPU's bit for bit:
 // a Gemini chunk updated on the host under a budget then ends where the
-// device would have put it.
+// device would have put it. Both kernels (adam, and adam_copy with its
+// fp16/bf16 copies) and both of their paths must: 8195 elements are two
+// chunks and a 3-element tail after the 4-wide vector path; a view at
+// offset 1 puts every array off its 16- (fp32) or 8-byte (fp16/bf16)
+// boundary, so it takes the scalar path throughout, one at offset 4 is
+// aligned again.
 func TestAdamMatchesCPU(t *testing.T) {
 	e := newEnv(t)
-	sizes := []int{5000, 10000, 17, 4096}
+	cases := []adamCase{{5000, 0}, {10000, 0}, {17, 0}, {4096, 0}, {8195, 0}, {4097, 1}, {4097, 4}}
 	hp := kernels.AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Step: 3, GradScale: 0.5}
-	for _, gdt := range dtypes {
-		var ps, gs, ms, vs []pair
-		for _, n := range sizes {
-			ps = append(ps, e.randn(kernels.CatParams, kernels.F32, 1, n))
-			gs = append(gs, e.randn(kernels.CatGrads, gdt, 1, n))
-			ms = append(ms, e.randn(kernels.CatOptState, kernels.F32, 0.1, n))
-			v := e.randn(kernels.CatOptState, kernels.F32, 0.1, n)
-			e.g.ReLUForward(v.g, v.g) // v >= 0
-			e.c.ReLUForward(v.c, v.c)
-			vs = append(vs, v)
-		}
-		side := func(g bool, ts []pair) []*kernels.Tensor {
-			out := make([]*kernels.Tensor, len(ts))
-			for i, p := range ts {
-				out[i] = p.c
-				if g {
-					out[i] = p.g
+	for _, pdt := range dtypes {
+		for _, gdt := range dtypes {
+			for _, fused := range []bool{false, true} {
+				s := e.adamSet(cases, pdt, gdt, fused)
+				if fused {
+					e.g.AdamStepCopy(sides(true, s.p), sides(true, s.g), sides(true, s.m), sides(true, s.v), sides(true, s.c), hp)
+					kernels.AdamStepCopy(e.c, sides(false, s.p), sides(false, s.g), sides(false, s.m), sides(false, s.v), sides(false, s.c), hp)
+				} else {
+					e.g.AdamStep(sides(true, s.p), sides(true, s.g), sides(true, s.m), sides(true, s.v), hp)
+					e.c.AdamStep(sides(false, s.p), sides(false, s.g), sides(false, s.m), sides(false, s.v), hp)
 				}
-			}
-			return out
-		}
-		e.g.AdamStep(side(true, ps), side(true, gs), side(true, ms), side(true, vs), hp)
-		e.c.AdamStep(side(false, ps), side(false, gs), side(false, ms), side(false, vs), hp)
-		for i := range ps {
-			for _, c := range []struct {
-				what string
-				p    pair
-			}{{"p", ps[i]}, {"m", ms[i]}, {"v", vs[i]}} {
-				g, h := download(e.g, c.p.g), download(e.c, c.p.c)
-				for j := range g {
-					if math.Float32bits(g[j]) != math.Float32bits(h[j]) {
-						t.Errorf("Adam %s of tensor %d (grads %v) element %d: device %x, CPU %x",
-							c.what, i, gdt, j, math.Float32bits(g[j]), math.Float32bits(h[j]))
-						break
+				for i, c := range cases {
+					tag := fmt.Sprintf("params %v grads %v copy %v, tensor %d (%d at offset %d)", pdt, gdt, fused, i, c.n, c.off)
+					for _, x := range []struct {
+						what string
+						p    pair
+					}{{"p", s.p[i]}, {"m", s.m[i]}, {"v", s.v[i]}, {"copy", s.c[i]}} {
+						e.sameBits("Adam "+x.what+" of "+tag, x.p)
 					}
 				}
+				e.free(s.bases...)
 			}
 		}
-		e.free(append(append(append(ps, gs...), ms...), vs...)...)
+	}
+}
+
+// adamCase is one tensor of TestAdamMatchesCPU: n elements at element off
+// of a buffer of off+n.
+type adamCase struct{ n, off int }
+
+// adamOperands are the tensors of one Adam step on both backends, views
+// into bases; c[i] is the zero pair where tensor i has no copy.
+type adamOperands struct{ p, g, m, v, c, bases []pair }
+
+// adamSet makes the operands of cases: fp32 moments (v >= 0), params of
+// pdt, grads of gdt and, with copies, fp16 and bf16 copies in turn (NaN on
+// the device until written) for every tensor but the third.
+func (e *env) adamSet(cases []adamCase, pdt, gdt kernels.DType, copies bool) adamOperands {
+	var s adamOperands
+	view := func(cat kernels.Category, dt kernels.DType, scale float64, c adamCase) pair {
+		b := e.randn(cat, dt, scale, c.off+c.n)
+		s.bases = append(s.bases, b)
+		return pair{kernels.View(b.g, c.off, c.n), kernels.View(b.c, c.off, c.n)}
+	}
+	for i, c := range cases {
+		s.p = append(s.p, view(kernels.CatParams, pdt, 1, c))
+		s.g = append(s.g, view(kernels.CatGrads, gdt, 1, c))
+		s.m = append(s.m, view(kernels.CatOptState, kernels.F32, 0.1, c))
+		v := view(kernels.CatOptState, kernels.F32, 0.1, c)
+		e.g.ReLUForward(v.g, v.g)
+		e.c.ReLUForward(v.c, v.c)
+		s.v = append(s.v, v)
+		var cp pair
+		if copies && i != 2 {
+			cp = view(kernels.CatParams, []kernels.DType{kernels.F16, kernels.BF16}[i%2], 1, c)
+			e.g.Fill(cp.g, float32(math.NaN()))
+		}
+		s.c = append(s.c, cp)
+	}
+	return s
+}
+
+// sides returns the device (g) or CPU tensors of ts.
+func sides(g bool, ts []pair) []*kernels.Tensor {
+	out := make([]*kernels.Tensor, len(ts))
+	for i, p := range ts {
+		out[i] = p.c
+		if g {
+			out[i] = p.g
+		}
+	}
+	return out
+}
+
+// sameBits reports the first element where p's two sides differ in their
+// bits (nothing for the zero pair).
+func (e *env) sameBits(what string, p pair) {
+	e.t.Helper()
+	if p.g == nil {
+		return
+	}
+	g, h := download(e.g, p.g), download(e.c, p.c)
+	for j := range g {
+		if math.Float32bits(g[j]) != math.Float32bits(h[j]) {
+			e.t.Errorf("%s element %d: device %x, CPU %x", what, j, math.Float32bits(g[j]), math.Float32bits(h[j]))
+			return
+		}
 	}
 }
 

@@ -50,7 +50,7 @@ type adamEntry struct {
 	BlockStart int32
 	PDT, GDT   int32
 	MDT, VDT   int32
-	_          int32
+	Vec        int32 // 1: vec4 holds for all four arrays
 }
 
 type adamHP struct{ LR, B1, B2, Eps, WD, BC1, BC2, GScale float32 }
@@ -165,7 +165,7 @@ func (b *Backend) AdamStep(params, grads, m, v []*kernels.Tensor, hp kernels.Ada
 		}
 		tab = append(tab, adamEntry{P: uint64(p.Dev), G: uint64(grads[i].Dev), M: uint64(m[i].Dev), V: uint64(v[i].Dev),
 			N: int64(p.Len()), BlockStart: int32(blocks), PDT: int32(p.DType), GDT: int32(grads[i].DType),
-			MDT: int32(m[i].DType), VDT: int32(v[i].DType)})
+			MDT: int32(m[i].DType), VDT: int32(v[i].DType), Vec: vec4(p, grads[i], m[i], v[i])})
 		blocks += ceilDiv(p.Len(), chunk)
 	}
 	if len(tab) == 0 {
@@ -174,6 +174,22 @@ func (b *Backend) AdamStep(params, grads, m, v []*kernels.Tensor, hp kernels.Ada
 	h := adamHyper(hp)
 	raw(b.args.reset().ptr(table(b, tab)).i32(len(tab)), &h)
 	b.launch("adam", blocks, 1, 1, 256)
+}
+
+// vec4 is an entry's Vec flag: 1 when the adam kernels may access every
+// tensor 4 elements at a time, which needs its address to be a multiple of
+// 4 elements (16 bytes for fp32, 8 for fp16/bf16; chunks start at
+// multiples of 4096 elements, so the rest of the way stays aligned).
+// Allocations (cuMemAlloc: 256 bytes) are, but a view into a flat buffer (a bucket, shard or
+// Gemini chunk) may start anywhere; such a tensor takes the kernels' scalar
+// path. Nil tensors (no copy) impose nothing.
+func vec4(ts ...*kernels.Tensor) int32 {
+	for _, t := range ts {
+		if t != nil && t.Dev%uintptr(4*t.DType.Size()) != 0 {
+			return 0
+		}
+	}
+	return 1
 }
 
 func checkAdam(op string, params, grads, m, v, copies []*kernels.Tensor, hp kernels.AdamParams) {
@@ -202,6 +218,8 @@ type adamCopyEntry struct {
 	BlockStart    int32
 	PDT, GDT      int32
 	MDT, VDT, CDT int32
+	Vec           int32 // 1: vec4 holds for all five arrays (the copy where there is one)
+	_             int32
 }
 
 var _ kernels.AdamCopier = (*Backend)(nil)
@@ -210,7 +228,7 @@ var _ kernels.AdamCopier = (*Backend)(nil)
 // rounded to copies[i]'s dtype into copies[i] (nil: none), in the one launch
 // of the adam_copy kernel. With no copies at all (fp32 training) it is
 // AdamStep, whose smaller table entries and kernel do the same arithmetic
-// (adamElem in src/ops.cu).
+// (adamMath in src/ops.cu).
 func (b *Backend) AdamStepCopy(params, grads, m, v, copies []*kernels.Tensor, hp kernels.AdamParams) {
 	op := "AdamStepCopy"
 	checkAdam(op, params, grads, m, v, copies, hp)
@@ -226,7 +244,7 @@ func (b *Backend) AdamStepCopy(params, grads, m, v, copies []*kernels.Tensor, hp
 		sameLen(op, p, grads[i], m[i], v[i])
 		e := adamCopyEntry{P: uint64(p.Dev), G: uint64(grads[i].Dev), M: uint64(m[i].Dev), V: uint64(v[i].Dev),
 			N: int64(p.Len()), BlockStart: int32(blocks), PDT: int32(p.DType), GDT: int32(grads[i].DType),
-			MDT: int32(m[i].DType), VDT: int32(v[i].DType)}
+			MDT: int32(m[i].DType), VDT: int32(v[i].DType), Vec: vec4(p, grads[i], m[i], v[i], copies[i])}
 		if c := copies[i]; c != nil {
 			sameLen(op, p, c)
 			e.C, e.CDT = uint64(c.Dev), int32(c.DType)

@@ -394,44 +394,87 @@ struct AdamEntry {
   i64 n;
   int blockStart;
   int pdt, gdt, mdt, vdt;
-  int pad;
+  int vec;  // every array aligned to 4 elements: adamChunk's vector path
 };
 
 struct AdamHP {
   float lr, b1, b2, eps, wd, bc1, bc2, gscale;
 };
 
-// adamElem: AdamW with bias correction in the CPU backend's arithmetic on
-// element i: g *= gscale; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
-// p -= lr * ((m/bc1)/(sqrt(v/bc2)+eps) + wd*p). Returns the new p before
-// it is rounded to pdt. Every operation is an explicitly rounded intrinsic
-// so that nvcc cannot contract a multiply and an add into an FMA: the
-// result is then the CPU's bit for bit, and a Gemini chunk whose Adam runs
-// on the host (under a device budget) ends exactly where it would have on
-// the device.
-__device__ __forceinline__ float adamElem(void* p, int pdt, const void* g, int gdt, void* m, int mdt, void* v,
-                                          int vdt, i64 i, const AdamHP& hp) {
+// adamMath: AdamW with bias correction in the CPU backend's arithmetic on
+// one element: g *= gscale; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
+// p -= lr * ((m/bc1)/(sqrt(v/bc2)+eps) + wd*p), leaving p, m and v in fp32
+// (the caller rounds them as it stores). Every operation is an explicitly
+// rounded intrinsic so that nvcc cannot contract a multiply and an add into
+// an FMA: the result is then the CPU's bit for bit, and a Gemini chunk whose
+// Adam runs on the host (under a device budget) ends exactly where it would
+// have on the device. Both the scalar and the vector path call it, so they
+// cannot drift apart.
+__device__ __forceinline__ void adamMath(float& p, float g, float& m, float& v, const AdamHP& hp) {
   const float omb1 = __fsub_rn(1.f, hp.b1), omb2 = __fsub_rn(1.f, hp.b2);
-  float gi = __fmul_rn(ld(g, gdt, i), hp.gscale);
-  float mi = __fadd_rn(__fmul_rn(hp.b1, ld(m, mdt, i)), __fmul_rn(omb1, gi));
-  float vi = __fadd_rn(__fmul_rn(hp.b2, ld(v, vdt, i)), __fmul_rn(__fmul_rn(omb2, gi), gi));
-  st(m, mdt, i, mi);
-  st(v, vdt, i, vi);
-  float pi = ld(p, pdt, i);
-  float denom = __fadd_rn(__fsqrt_rn(__fdiv_rn(vi, hp.bc2)), hp.eps);
-  float update = __fadd_rn(__fdiv_rn(__fdiv_rn(mi, hp.bc1), denom), __fmul_rn(hp.wd, pi));
-  float np = __fsub_rn(pi, __fmul_rn(hp.lr, update));
-  st(p, pdt, i, np);
-  return np;
+  const float gi = __fmul_rn(g, hp.gscale);
+  m = __fadd_rn(__fmul_rn(hp.b1, m), __fmul_rn(omb1, gi));
+  v = __fadd_rn(__fmul_rn(hp.b2, v), __fmul_rn(__fmul_rn(omb2, gi), gi));
+  const float denom = __fadd_rn(__fsqrt_rn(__fdiv_rn(v, hp.bc2)), hp.eps);
+  const float update = __fadd_rn(__fdiv_rn(__fdiv_rn(m, hp.bc1), denom), __fmul_rn(hp.wd, p));
+  p = __fsub_rn(p, __fmul_rn(hp.lr, update));
 }
 
-extern "C" __global__ void adam(const AdamEntry* tab, int ntab, AdamHP hp) {
-  const int t = findTensor(tab, ntab, blockIdx.x);
-  const AdamEntry e = tab[t];
-  const i64 start = (i64)(blockIdx.x - e.blockStart) * CHUNK;
-  const i64 end = min(e.n, start + CHUNK);
-  for (i64 i = start + threadIdx.x; i < end; i += blockDim.x)
-    adamElem(e.p, e.pdt, e.g, e.gdt, e.m, e.mdt, e.v, e.vdt, i, hp);
+// Half bits to float and back (dt 1 fp16, 2 bf16), for the packed accesses.
+__device__ __forceinline__ float h2f(int dt, unsigned bits) {
+  const unsigned short b = (unsigned short)bits;
+  return dt == 1 ? __half2float(__ushort_as_half(b)) : __bfloat162float(__ushort_as_bfloat16(b));
+}
+
+__device__ __forceinline__ unsigned f2h(int dt, float x) {
+  return dt == 1 ? __half_as_ushort(__float2half_rn(x)) : __bfloat16_as_ushort(__float2bfloat16_rn(x));
+}
+
+// ld4 and st4 access elements i..i+3 in one instruction: 16 bytes of fp32 or
+// 8 of fp16/bf16. i must be a multiple of 4 and p aligned to 4 elements
+// (the host's vec flag); element i is the lowest-addressed (little endian).
+__device__ __forceinline__ float4 ld4(const void* p, int dt, i64 i) {
+  if (dt == 0) return static_cast<const float4*>(p)[i >> 2];
+  const uint2 u = static_cast<const uint2*>(p)[i >> 2];
+  return make_float4(h2f(dt, u.x), h2f(dt, u.x >> 16), h2f(dt, u.y), h2f(dt, u.y >> 16));
+}
+
+__device__ __forceinline__ void st4(void* p, int dt, i64 i, float4 v) {
+  if (dt == 0) {
+    static_cast<float4*>(p)[i >> 2] = v;
+    return;
+  }
+  static_cast<uint2*>(p)[i >> 2] = make_uint2(f2h(dt, v.x) | f2h(dt, v.y) << 16, f2h(dt, v.z) | f2h(dt, v.w) << 16);
+}
+
+// adamScalar updates element i of e's tensor and returns its new p, as
+// stored (rounded to pdt). Every load precedes every store.
+template <typename E>
+__device__ __forceinline__ float adamScalar(const E& e, i64 i, const AdamHP& hp) {
+  float p = ld(e.p, e.pdt, i), m = ld(e.m, e.mdt, i), v = ld(e.v, e.vdt, i);
+  adamMath(p, ld(e.g, e.gdt, i), m, v, hp);
+  st(e.m, e.mdt, i, m);
+  st(e.v, e.vdt, i, v);
+  st(e.p, e.pdt, i, p);
+  return rnd(e.pdt, p);
+}
+
+// adamVec is adamScalar of elements i..i+3 with one access per array: all
+// four loads are issued before any store, so that they overlap in flight
+// (a store through one pointer could alias a later load through another, so
+// nvcc would not reorder them itself).
+template <typename E>
+__device__ __forceinline__ float4 adamVec(const E& e, i64 i, const AdamHP& hp) {
+  float4 p = ld4(e.p, e.pdt, i), m = ld4(e.m, e.mdt, i), v = ld4(e.v, e.vdt, i);
+  const float4 g = ld4(e.g, e.gdt, i);
+  adamMath(p.x, g.x, m.x, v.x, hp);
+  adamMath(p.y, g.y, m.y, v.y, hp);
+  adamMath(p.z, g.z, m.z, v.z, hp);
+  adamMath(p.w, g.w, m.w, v.w, hp);
+  st4(e.m, e.mdt, i, m);
+  st4(e.v, e.vdt, i, v);
+  st4(e.p, e.pdt, i, p);
+  return make_float4(rnd(e.pdt, p.x), rnd(e.pdt, p.y), rnd(e.pdt, p.z), rnd(e.pdt, p.w));
 }
 
 struct AdamCopyEntry {
@@ -443,22 +486,48 @@ struct AdamCopyEntry {
   i64 n;
   int blockStart;
   int pdt, gdt, mdt, vdt, cdt;
+  int vec;  // as AdamEntry's; c (when not null) aligned too
+  int pad;
 };
+
+// copyOut writes the new p (as stored) rounded to cdt into the copy, where
+// the entry has one: nothing for adam's entries.
+__device__ __forceinline__ void copyOut(const AdamEntry&, i64, float) {}
+__device__ __forceinline__ void copyOut(const AdamEntry&, i64, float4) {}
+__device__ __forceinline__ void copyOut(const AdamCopyEntry& e, i64 i, float p) {
+  if (e.c != nullptr) st(e.c, e.cdt, i, p);
+}
+__device__ __forceinline__ void copyOut(const AdamCopyEntry& e, i64 i, float4 p) {
+  if (e.c != nullptr) st4(e.c, e.cdt, i, p);
+}
+
+// adamChunk updates this block's CHUNK elements of its tensor: 4 per thread
+// and step where e.vec, then one per thread for the rest (the last 1-3
+// elements of a vec tensor, all of an unaligned one such as a view into a
+// chunk at an offset that is no multiple of 4 elements). A chunk starts at
+// a multiple of CHUNK, so the vector indices stay multiples of 4.
+template <typename E>
+__device__ __forceinline__ void adamChunk(const E* tab, int ntab, const AdamHP& hp) {
+  const int t = findTensor(tab, ntab, blockIdx.x);
+  const E e = tab[t];
+  const i64 start = (i64)(blockIdx.x - e.blockStart) * CHUNK;
+  const i64 end = min(e.n, start + CHUNK);
+  i64 scalarFrom = start;
+  if (e.vec) {
+    scalarFrom = start + ((end - start) & ~(i64)3);
+    for (i64 i = start + 4 * (i64)threadIdx.x; i < scalarFrom; i += 4 * (i64)blockDim.x)
+      copyOut(e, i, adamVec(e, i, hp));
+  }
+  for (i64 i = scalarFrom + threadIdx.x; i < end; i += blockDim.x) copyOut(e, i, adamScalar(e, i, hp));
+}
+
+extern "C" __global__ void adam(const AdamEntry* tab, int ntab, AdamHP hp) { adamChunk(tab, ntab, hp); }
 
 // adam_copy is adam that also writes each updated parameter, as stored,
 // rounded to cdt into c (skipped where c is null): the fp16/bf16 model
 // weights of mixed precision in the same pass, instead of one convert
 // launch per tensor afterwards.
-extern "C" __global__ void adam_copy(const AdamCopyEntry* tab, int ntab, AdamHP hp) {
-  const int t = findTensor(tab, ntab, blockIdx.x);
-  const AdamCopyEntry e = tab[t];
-  const i64 start = (i64)(blockIdx.x - e.blockStart) * CHUNK;
-  const i64 end = min(e.n, start + CHUNK);
-  for (i64 i = start + threadIdx.x; i < end; i += blockDim.x) {
-    float np = adamElem(e.p, e.pdt, e.g, e.gdt, e.m, e.mdt, e.v, e.vdt, i, hp);
-    if (e.c != nullptr) st(e.c, e.cdt, i, e.pdt == 0 ? np : ld(e.p, e.pdt, i));
-  }
-}
+extern "C" __global__ void adam_copy(const AdamCopyEntry* tab, int ntab, AdamHP hp) { adamChunk(tab, ntab, hp); }
 
 // conv_taps moves a convolution's weights between the full R x S taps and
 // the window of taps [r0, r0+Rw) x [s0, s0+Sw) that ever meet an input pixel
