@@ -23,12 +23,6 @@ type Backend struct {
 	// Default true unless RESNETLAB_TF32=0.
 	TF32 bool
 
-	// TwoStreams runs the weight gradient of Conv2dBackward and
-	// LinearBackward on the side stream, concurrently with the data
-	// gradient (fork.go). The results are the same bits either way.
-	// Default true unless RESNETLAB_TWO_STREAMS=0.
-	TwoStreams bool
-
 	ordinal  int
 	dev      int32
 	ctx      uintptr
@@ -51,6 +45,7 @@ type Backend struct {
 	cnt       kernels.Counters
 	cp        *copier     // the copy stream of asynchronous moves (mover.go), nil until the first
 	side      *sideStream // the second compute stream (fork.go)
+	oneStream bool        // tests only: the serial order the side stream is checked against
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -65,7 +60,7 @@ func New(dev int) (*Backend, error) {
 	if n := DeviceCount(); dev < 0 || dev >= n {
 		return nil, fmt.Errorf("cuda: device %d does not exist (%d devices)", dev, n)
 	}
-	b := &Backend{ordinal: dev, TF32: os.Getenv("RESNETLAB_TF32") != "0", TwoStreams: os.Getenv("RESNETLAB_TWO_STREAMS") != "0",
+	b := &Backend{ordinal: dev, TF32: os.Getenv("RESNETLAB_TF32") != "0",
 		tables: map[string]uintptr{}}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

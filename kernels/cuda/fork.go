@@ -75,7 +75,7 @@ func (b *Backend) closeSide() {
 }
 
 // concurrent reports whether an op may fork the side stream.
-func (b *Backend) concurrent() bool { return b.TwoStreams && b.side != nil && b.side.stream != 0 }
+func (b *Backend) concurrent() bool { return !b.oneStream && b.side != nil && b.side.stream != 0 }
 
 // fork orders the side stream after the work issued so far on the main
 // stream and returns it; workspace freed until join is held back.

@@ -73,7 +73,7 @@ func naiveCheck(t *testing.T, e *env, cc convCase, pr convPrec, tag string, x, w
 func TestConvBackwardTwoStreams(t *testing.T) {
 	e := newEnv(t)
 	g := e.g
-	defer func(two, tf32 bool) { g.TwoStreams, g.TF32 = two, tf32 }(g.TwoStreams, g.TF32)
+	defer func(one, tf32 bool) { g.oneStream, g.TF32 = one, tf32 }(g.oneStream, g.TF32)
 	ws := g.MemStats().InUse[kernels.CatWorkspace]
 	nan := float32(math.NaN())
 	for _, cc := range twoStreamConvs {
@@ -99,12 +99,12 @@ func TestConvBackwardTwoStreams(t *testing.T) {
 				g.Copy(sx.g, dx.g)
 			}
 
-			g.TwoStreams = false
+			g.oneStream = true
 			poison()
 			forks := g.side.forks
 			ops()
 			if g.side.forks != forks {
-				t.Fatalf("%s: TwoStreams off, yet the op forked the side stream", tag)
+				t.Fatalf("%s: one stream asked for, yet the op forked the side stream", tag)
 			}
 			wantX, wantW := bitsOf(t, g, dx.g), bitsOf(t, g, dw.g)
 			sideIdle(t, g, tag+" serial", ws)
@@ -115,7 +115,7 @@ func TestConvBackwardTwoStreams(t *testing.T) {
 				naiveCheck(t, e, cc, pr, tag, x, w, dy, wantX, wantW)
 			}
 
-			g.TwoStreams = true
+			g.oneStream = false
 			compare := func(how string) {
 				t.Helper()
 				for _, o := range []struct {
@@ -176,7 +176,7 @@ func TestConvBackwardTwoStreams(t *testing.T) {
 func TestLinearBackwardTwoStreams(t *testing.T) {
 	e := newEnv(t)
 	g := e.g
-	defer func(two bool) { g.TwoStreams = two }(g.TwoStreams)
+	defer func(one bool) { g.oneStream = one }(g.oneStream)
 	nan := float32(math.NaN())
 	for _, dt := range dtypes {
 		for _, sh := range [][3]int{{100, 512, 10}, {100, 512, 100}, {7, 33, 5}} {
@@ -193,7 +193,7 @@ func TestLinearBackwardTwoStreams(t *testing.T) {
 				g.LinearBackward(dx.g, dw.g, db.g, dy.g, x.g, w.g)
 				g.Copy(sw.g, dw.g)
 			}
-			g.TwoStreams = false
+			g.oneStream = true
 			ops()
 			want := [][]float32{bitsOf(t, g, dx.g), bitsOf(t, g, dw.g), bitsOf(t, g, db.g), bitsOf(t, g, sw.g)}
 			check := func(how string) {
@@ -205,7 +205,7 @@ func TestLinearBackwardTwoStreams(t *testing.T) {
 					}
 				}
 			}
-			g.TwoStreams = true
+			g.oneStream = false
 			forks := g.side.forks
 			ops()
 			if g.side.forks != forks+1 {
