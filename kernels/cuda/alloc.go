@@ -14,7 +14,9 @@ import (
 // its class's free list and is handed out again without cuMemFree, so a
 // training step allocates nothing from the driver once warm. All work runs
 // on the backend's one stream, so a block freed after queued kernels that
-// use it can be reused by later kernels at once (stream order).
+// use it can be reused by later kernels at once (stream order). The side
+// stream (fork.go) keeps that true: workspace freed while it runs beside
+// the main stream is held back until it is joined back into it.
 //
 // Bytes are accounted per kernels.Category at the tensors' own sizes; the
 // cache's footprint is Reserved.
@@ -70,6 +72,7 @@ func (a *allocator) fresh(c int64) uintptr {
 	var e *Error
 	if errors.As(err, &e) && e.Code == errOutOfMemory && !a.b.capturing && a.cached() > 0 {
 		a.b.syncStream()
+		a.b.syncSide()
 		a.emptyCache()
 		err = call("cuMemAlloc_v2", drv.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(c))
 	}
@@ -212,4 +215,13 @@ func (b *Backend) Reserved() int64 { return b.alloc.reserved }
 // workspace allocates n bytes of scratch, accounted as CatWorkspace.
 func (b *Backend) workspace(n int64) uintptr { return b.alloc.get(n, kernels.CatWorkspace) }
 
-func (b *Backend) release(p uintptr, n int64) { b.alloc.put(p, n, kernels.CatWorkspace) }
+// release frees workspace; between a fork and its join (fork.go) the block
+// is held back until the join, when both streams' work is ordered before
+// any later use.
+func (b *Backend) release(p uintptr, n int64) {
+	if b.holding() {
+		b.side.held = append(b.side.held, heldBlock{p, n})
+		return
+	}
+	b.alloc.put(p, n, kernels.CatWorkspace)
+}

@@ -10,7 +10,9 @@ import (
 )
 
 // Backend is one GPU with the device's primary context and a stream of its
-// own (plus, once kernels.AsyncMover is used, a copy stream: mover.go).
+// own (plus a side compute stream that ops fork and join within
+// themselves, fork.go, and, once kernels.AsyncMover is used, a copy
+// stream: mover.go).
 // Like every kernels.Backend it is used by one goroutine at a time; ops
 // are queued on the stream and Sync waits for them.
 type Backend struct {
@@ -41,7 +43,9 @@ type Backend struct {
 	capturing bool
 	prof      profiler
 	cnt       kernels.Counters
-	cp        *copier // the copy stream of asynchronous moves (mover.go), nil until the first
+	cp        *copier     // the copy stream of asynchronous moves (mover.go), nil until the first
+	side      *sideStream // the second compute stream (fork.go)
+	oneStream bool        // tests only: the serial order the side stream is checked against
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -56,7 +60,8 @@ func New(dev int) (*Backend, error) {
 	if n := DeviceCount(); dev < 0 || dev >= n {
 		return nil, fmt.Errorf("cuda: device %d does not exist (%d devices)", dev, n)
 	}
-	b := &Backend{ordinal: dev, TF32: os.Getenv("RESNETLAB_TF32") != "0", tables: map[string]uintptr{}}
+	b := &Backend{ordinal: dev, TF32: os.Getenv("RESNETLAB_TF32") != "0",
+		tables: map[string]uintptr{}}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := b.open(); err != nil {
@@ -95,6 +100,9 @@ func (b *Backend) open() error {
 	if err := call("cuStreamCreate", drv.cuStreamCreate, uintptr(unsafe.Pointer(&b.stream)), streamNonBlocking); err != nil {
 		return err
 	}
+	if err := b.openSide(); err != nil {
+		return err
+	}
 	if err := b.args.init(); err != nil {
 		return err
 	}
@@ -121,7 +129,7 @@ var requiredKernels = []string{
 	"bn_act_fwd_train", "bn_act_fwd_eval", "bn_act_bwd",
 }
 
-// Close frees every device allocation, the stream and the context
+// Close frees every device allocation, the streams and the context
 // reference. The Backend and its tensors must not be used afterwards.
 func (b *Backend) Close() {
 	if b.ctx == 0 {
@@ -131,6 +139,7 @@ func (b *Backend) Close() {
 	if b.stream != 0 {
 		_ = call("cuStreamSynchronize", drv.cuStreamSynchronize, b.stream)
 	}
+	b.closeSide()
 	b.closeCopier()
 	b.alloc.releaseAll()
 	b.destroyProfEvents()
@@ -175,8 +184,8 @@ func (b *Backend) Device() string { return fmt.Sprintf("%s #%d", b.name, b.ordin
 // Capacity is the device's memory size in bytes.
 func (b *Backend) Capacity() int64 { return b.capacity }
 
-// Sync waits for all queued work, copies included; asynchronous kernel
-// faults surface here.
+// Sync waits for all queued work, copies and the side stream included;
+// asynchronous kernel faults surface here.
 func (b *Backend) Sync() error {
 	defer b.bind()()
 	if b.capturing {
@@ -185,6 +194,13 @@ func (b *Backend) Sync() error {
 	b.cnt.Syncs++
 	if b.cp != nil {
 		if err := call("cuStreamSynchronize(copy)", drv.cuStreamSynchronize, b.cp.stream); err != nil {
+			return err
+		}
+	}
+	if b.side != nil && b.side.stream != 0 {
+		// Idle outside an op (every fork is joined before the op returns);
+		// waited for anyway so that a fault there surfaces here too.
+		if err := call("cuStreamSynchronize(side)", drv.cuStreamSynchronize, b.side.stream); err != nil {
 			return err
 		}
 	}

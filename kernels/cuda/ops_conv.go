@@ -95,6 +95,14 @@ func (b *Backend) splitK(tiles, kTiles int) int {
 // (FWD: x, w; BWDD: dy, w; BWDW: dy, x), out its result. bias (FWD only,
 // may be nil) is added per output channel. exact forbids TF32.
 func (b *Backend) gemm(mode int, s convShape, a, c uintptr, out, bias *kernels.Tensor, exact bool) {
+	b.gemmOn(b.stream, mode, s, a, c, out, bias, exact)
+}
+
+// gemmOn is gemm with its launches on stream st (the main or, between
+// fork and join, the side stream). The split-K workspace is the GEMM's own
+// block; release holds it back until the join when on either stream
+// between fork and join.
+func (b *Backend) gemmOn(st uintptr, mode int, s convShape, a, c uintptr, out, bias *kernels.Tensor, exact bool) {
 	prec := 0
 	switch out.DType {
 	case kernels.F32:
@@ -116,16 +124,16 @@ func (b *Backend) gemm(mode int, s convShape, a, c uintptr, out, bias *kernels.T
 	kernel := b.convKernel(mode, prec, s, a, c)
 	if splits == 1 {
 		raw(b.args.reset(), &s).ptr(a).ptr(c).ptr(out.Dev).ptr(0).ptr(biasPtr).i32(bdt).i32(tps).i32(outLen)
-		b.launch(kernel, tm, tn, 1, 128)
+		b.launchOn(st, kernel, tm, tn, 1, 128)
 		return
 	}
 	wsBytes := int64(splits) * int64(outLen) * 4
 	ws := b.workspace(wsBytes)
 	raw(b.args.reset(), &s).ptr(a).ptr(c).ptr(out.Dev).ptr(ws).ptr(0).i32(0).i32(tps).i32(outLen)
-	b.launch(kernel, tm, tn, splits, 128)
+	b.launchOn(st, kernel, tm, tn, splits, 128)
 	b.args.reset().ptr(out.Dev).i32(int(out.DType)).ptr(ws).i32(splits).i32(outLen).ptr(biasPtr).i32(bdt).
 		i32(int(s.P * s.Q)).i32(int(s.K))
-	b.launch("splitk_reduce", b.gridFor(outLen), 1, 1, 256)
+	b.launchOn(st, "splitk_reduce", b.gridFor(outLen), 1, 1, 256)
 	b.release(ws, wsBytes)
 }
 
@@ -223,10 +231,15 @@ func (b *Backend) sliceTaps(s, win convShape, w *kernels.Tensor) *kernels.Tensor
 // moveTaps launches conv_taps (src/ops.cu): toFull 0 slices src into the
 // window, 1 scatters the window src into dst with zeros elsewhere.
 func (b *Backend) moveTaps(dst, src *kernels.Tensor, s, win convShape, toFull int) {
+	b.moveTapsOn(b.stream, dst, src, s, win, toFull)
+}
+
+// moveTapsOn is moveTaps on stream st.
+func (b *Backend) moveTapsOn(st uintptr, dst, src *kernels.Tensor, s, win convShape, toFull int) {
 	r0 := s.Pad - win.Pad
 	b.args.reset().ptr(dst.Dev).ptr(src.Dev).i32(int(dst.DType)).i64(int(s.K) * int(s.C)).
 		i32(int(s.R)).i32(int(s.S)).i32(int(r0)).i32(int(r0)).i32(int(win.R)).i32(int(win.S)).i32(toFull)
-	b.launch("conv_taps", b.gridFor(dst.Len()), 1, 1, 256)
+	b.launchOn(st, "conv_taps", b.gridFor(dst.Len()), 1, 1, 256)
 }
 
 // Conv2dBackward writes dx (skipped if nil) and dw.
@@ -241,27 +254,51 @@ func (b *Backend) Conv2dBackward(dx, dw, dy, x, w *kernels.Tensor, p kernels.Con
 	if dx != nil {
 		needShape(op, "dx", dx, x.Shape...)
 	}
-	win, ok := s.window()
-	if !ok {
-		if dx != nil && dx.Len() > 0 {
-			b.gemm(modeBwdData, s, dy.Dev, w.Dev, dx, nil, false)
-		}
-		if dw.Len() > 0 {
-			b.gemm(modeBwdWeight, s, dy.Dev, x.Dev, dw, nil, false)
-		}
+	needDX, needDW := dx != nil && dx.Len() > 0, dw.Len() > 0
+	if needDX && needDW && b.concurrent() && dx.Dev != dy.Dev && dx.Dev != x.Dev {
+		// Independent GEMMs (both read dy; dgrad w, wgrad x): the weight
+		// gradient on the side stream, joined back before returning.
+		side := b.fork()
+		b.convWgrad(side, s, dw, dy, x)
+		b.convDgrad(b.stream, s, dx, dy, w)
+		b.join()
 		return
 	}
-	if dx != nil && dx.Len() > 0 {
-		wc := b.sliceTaps(s, win, w)
-		b.gemm(modeBwdData, win, dy.Dev, wc.Dev, dx, nil, false)
-		b.freeScratch(wc)
+	if needDX {
+		b.convDgrad(b.stream, s, dx, dy, w)
 	}
-	if dw.Len() > 0 {
-		dwc := b.scratch(dw.DType, int(s.K), int(s.C), int(win.R), int(win.S))
-		b.gemm(modeBwdWeight, win, dy.Dev, x.Dev, dwc, nil, false)
-		b.moveTaps(dw, dwc, s, win, 1)
-		b.freeScratch(dwc)
+	if needDW {
+		b.convWgrad(b.stream, s, dw, dy, x)
 	}
+}
+
+// convDgrad queues dx = the data gradient on stream st; on small maps only
+// the window's taps of w take part (see window).
+func (b *Backend) convDgrad(st uintptr, s convShape, dx, dy, w *kernels.Tensor) {
+	win, ok := s.window()
+	if !ok {
+		b.gemmOn(st, modeBwdData, s, dy.Dev, w.Dev, dx, nil, false)
+		return
+	}
+	wc := b.scratch(w.DType, int(s.K), int(s.C), int(win.R), int(win.S))
+	b.moveTapsOn(st, wc, w, s, win, 0)
+	b.gemmOn(st, modeBwdData, win, dy.Dev, wc.Dev, dx, nil, false)
+	b.freeScratch(wc)
+}
+
+// convWgrad queues dw = the weight gradient on stream st; on small maps the
+// window's taps are computed into a scratch and scattered into dw, whose
+// other taps become zero.
+func (b *Backend) convWgrad(st uintptr, s convShape, dw, dy, x *kernels.Tensor) {
+	win, ok := s.window()
+	if !ok {
+		b.gemmOn(st, modeBwdWeight, s, dy.Dev, x.Dev, dw, nil, false)
+		return
+	}
+	dwc := b.scratch(dw.DType, int(s.K), int(s.C), int(win.R), int(win.S))
+	b.gemmOn(st, modeBwdWeight, win, dy.Dev, x.Dev, dwc, nil, false)
+	b.moveTapsOn(st, dw, dwc, s, win, 1)
+	b.freeScratch(dwc)
 }
 
 // linearShape views y[N,O] = x[N,I] w[O,I]^T as a 1x1 convolution on 1x1
@@ -300,15 +337,26 @@ func (b *Backend) LinearBackward(dx, dw, db, dy, x, w *kernels.Tensor) {
 	sameDType(op, dy, x, w, dw, dx)
 	if dx != nil {
 		needShape(op, "dx", dx, x.Shape...)
-		if dx.Len() > 0 {
-			b.gemm(modeBwdData, s, dy.Dev, w.Dev, dx, nil, true)
-		}
-	}
-	if dw.Len() > 0 {
-		b.gemm(modeBwdWeight, s, dy.Dev, x.Dev, dw, nil, true)
 	}
 	if db != nil {
 		needShape(op, "db", db, int(s.K))
+	}
+	needDX, needDW := dx != nil && dx.Len() > 0, dw.Len() > 0
+	switch {
+	case needDX && needDW && b.concurrent() && dx.Dev != dy.Dev && dx.Dev != x.Dev:
+		side := b.fork() // as in Conv2dBackward
+		b.gemmOn(side, modeBwdWeight, s, dy.Dev, x.Dev, dw, nil, true)
+		b.gemm(modeBwdData, s, dy.Dev, w.Dev, dx, nil, true)
+		b.join()
+	default:
+		if needDX {
+			b.gemm(modeBwdData, s, dy.Dev, w.Dev, dx, nil, true)
+		}
+		if needDW {
+			b.gemm(modeBwdWeight, s, dy.Dev, x.Dev, dw, nil, true)
+		}
+	}
+	if db != nil {
 		if db.Len() > 0 {
 			b.args.reset().ptr(db.Dev).i32(int(db.DType)).ptr(dy.Dev).i32(int(dy.DType)).i32(int(s.N)).i32(int(s.K))
 			b.launch("bias_grad", ceilDiv(int(s.K), 256), 1, 1, 256)
