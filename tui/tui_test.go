@@ -214,14 +214,22 @@ func TestQuitWithoutCheckpoint(t *testing.T) {
 	}
 }
 
-// When every run has finished, the screen says so and a key ends the program.
-func TestAllFinishedThenKey(t *testing.T) {
+// helpOnFinishedGrid plays a fake grid to its end on a w x h screen and
+// opens the help overlay: the start that the help tests share. It returns
+// the screen with the overlay open.
+func helpOnFinishedGrid(t *testing.T, w, h int) (*fakeRunner, *teatest.TestModel, *recorder, string) {
+	t.Helper()
 	f := newFakeRunner(t, 0)
 	f.start()
-	tm, rec := startTUI(t, f.options(), 80, 24)
+	tm, rec := startTUI(t, f.options(), w, h)
 	waitScreen(t, rec, "all finished", contains("all runs finished"))
 	sendKey(tm, "?")
-	waitScreen(t, rec, "help", contains("resnetlab keys"))
+	return f, tm, rec, waitScreen(t, rec, "help", contains("resnetlab keys"))
+}
+
+// When every run has finished, the screen says so and a key ends the program.
+func TestAllFinishedThenKey(t *testing.T) {
+	f, tm, rec, _ := helpOnFinishedGrid(t, 80, 24)
 	sendKey(tm, "x") // any key closes help
 	waitScreen(t, rec, "help closed", func(s string) bool { return !strings.Contains(s, "resnetlab keys") })
 	sendKey(tm, "enter")
@@ -284,12 +292,7 @@ func TestCompareShowsEveryRunOfABigGrid(t *testing.T) {
 // and checkpoint first, as cmd/resnetlab's TestUIQuitRule checks of the
 // real runner (it used to say "no checkpoint").
 func TestHelpSaysCtrlCCheckpoints(t *testing.T) {
-	f := newFakeRunner(t, 0)
-	f.start()
-	tm, rec := startTUI(t, f.options(), 200, 50)
-	waitScreen(t, rec, "all finished", contains("all runs finished"))
-	sendKey(tm, "?")
-	s := waitScreen(t, rec, "help", contains("resnetlab keys"))
+	_, tm, _, s := helpOnFinishedGrid(t, 200, 50)
 	var line string
 	for _, l := range strings.Split(s, "\n") {
 		if strings.Contains(l, "ctrl+c") {
