@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"resnetlab/report"
 	"resnetlab/runner"
 	"resnetlab/spec"
 )
@@ -181,5 +182,37 @@ func TestTransferBars(t *testing.T) {
 	z.Update(runner.RunStarted{Info: z.info})
 	if got := value(z); got != "--" {
 		t.Errorf("low_level_zero: %q, want --", got)
+	}
+}
+
+// The comparison's footer lists the keys that act in it (space, a, the
+// epoch cursor, b, the way back), not the dashboard's pause and
+// checkpoint; at 80 columns it still ends with help and quit, and once
+// every run has finished it offers exit instead of quit.
+func TestCompareFooterListsItsKeys(t *testing.T) {
+	for _, sz := range [][2]int{{200, 50}, {80, 24}} {
+		m := fourRunModel(t, sz[0], sz[1])
+		lines := strings.Split(ansi.Strip(m.render()), "\n")
+		footer := lines[len(lines)-1]
+		for _, want := range []string{"space hide", "a ", "←/→ epoch", "b ", "esc back", "? help", "q quit"} {
+			if !strings.Contains(footer, want) {
+				t.Errorf("%dx%d: compare footer lacks %q: %q", sz[0], sz[1], want, footer)
+			}
+		}
+		for _, wrong := range []string{"pause", "checkpoint", "v compare"} {
+			if strings.Contains(footer, wrong) {
+				t.Errorf("%dx%d: compare footer lists the dashboard's %q: %q", sz[0], sz[1], wrong, footer)
+			}
+		}
+	}
+	for w, want := range map[int]string{200: "q/enter exit", 80: "q exit"} {
+		m := New(Options{Runs: testGrid()[:1]})
+		m.w, m.h, m.st = w, 24, newStyles(true)
+		m = step(m, eventMsg{runner.RunFinished{Run: m.runs[0].info.ID, Result: &report.Result{Status: "done"}}})
+		m = step(m, keyMsg("v"))
+		lines := strings.Split(ansi.Strip(m.render()), "\n")
+		if footer := lines[len(lines)-1]; !strings.Contains(footer, want) || strings.Contains(footer, "quit") {
+			t.Errorf("finished grid at %d columns: compare footer %q, want %q", w, footer, want)
+		}
 	}
 }

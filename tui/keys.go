@@ -59,6 +59,37 @@ func (k keyMap) CompactHelp() []key.Binding {
 		short(k.Next, "next run"), short(k.Compare, "compare"), k.Help, k.Quit}
 }
 
+// CompareHelp is the footer line of the comparison (v): the keys that act
+// there, not the dashboard's; exit replaces quit once every run has
+// finished. compact gives the shorter words of narrow terminals.
+func (k keyMap) CompareHelp(compact, finished bool) []key.Binding {
+	b := func(keys []string, k, long, short string) key.Binding {
+		if compact {
+			long = short
+		}
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, long))
+	}
+	back, end := "v/esc", k.Quit
+	if compact {
+		back = "esc"
+	}
+	if finished {
+		end = k.Exit
+		if compact { // q exits too: 80 columns have no room for "q/enter"
+			end = key.NewBinding(key.WithKeys(k.Exit.Keys()...), key.WithHelp("q", "exit"))
+		}
+	}
+	return []key.Binding{
+		b(k.Toggle.Keys(), "space", "hide/show run", "hide"),
+		b(k.ShowAll.Keys(), "a", "show all", "all"),
+		b(append(k.EpochLeft.Keys(), k.EpochRight.Keys()...), "←/→", "epoch", "epoch"),
+		b(k.BarPage.Keys(), "b", "next bars", "bars"),
+		b(k.Next.Keys(), "tab", "next run", "run"),
+		b(append(k.Compare.Keys(), k.Cancel.Keys()...), back, "back to the run", "back"),
+		k.Help, end,
+	}
+}
+
 // FullHelp is the help overlay, one column per group; the last column is
 // the resume and quit dialogs' keys.
 func (k keyMap) FullHelp() [][]key.Binding {

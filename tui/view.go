@@ -108,15 +108,23 @@ func (m Model) footer(w int) string {
 	switch {
 	case len(m.stopping) > 0:
 		return fmt.Sprintf("stopping %d run(s)… ctrl+c quits at once", len(m.stopping))
+	case m.compare: // its own keys: the dashboard's would mislead here
+		return fitHelp(h, w, k.CompareHelp(false, m.allFinished()), k.CompareHelp(true, m.allFinished()))
 	case m.allFinished():
 		h.SetWidth(w)
 		return h.ShortHelpView([]key.Binding{k.Exit, k.Next, k.Compare, k.Resume, k.Help})
 	}
-	if long := h.ShortHelpView(k.ShortHelp()); ansi.StringWidth(long) <= w {
-		return long
+	return fitHelp(h, w, k.ShortHelp(), k.CompactHelp())
+}
+
+// fitHelp is the long key line when it fits in w cells, else the compact
+// one, cut with "…" where even that does not fit.
+func fitHelp(h help.Model, w int, long, compact []key.Binding) string {
+	if s := h.ShortHelpView(long); ansi.StringWidth(s) <= w {
+		return s
 	}
-	h.SetWidth(w) // cut with "…" what does not fit even compact
-	return h.ShortHelpView(k.CompactHelp())
+	h.SetWidth(w)
+	return h.ShortHelpView(compact)
 }
 
 // dashboard lays out the run's panes in w x h cells.
