@@ -23,7 +23,7 @@ const (
 
 // quitDialog asks whether to checkpoint the running runs before quitting.
 type quitDialog struct {
-	active int // runs that are still training
+	training, paused int // the runs Quit stops: paused ones are not training
 }
 
 func (d quitDialog) Update(msg tea.KeyPressMsg, k keyMap) dialogResult {
@@ -40,9 +40,13 @@ func (d quitDialog) Update(msg tea.KeyPressMsg, k keyMap) dialogResult {
 
 func (d quitDialog) View(w int, st styles) string {
 	lines := []string{st.bold.Render("Quit resnetlab?")}
-	if d.active > 0 {
-		lines = append(lines, fmt.Sprintf("%d run%s still training.", d.active, plural(d.active)))
-	} else {
+	if d.training > 0 {
+		lines = append(lines, fmt.Sprintf("%d run%s still training.", d.training, plural(d.training)))
+	}
+	if d.paused > 0 {
+		lines = append(lines, fmt.Sprintf("%d run%s paused (stopped too).", d.paused, plural(d.paused)))
+	}
+	if d.training+d.paused == 0 {
 		lines = append(lines, "Queued runs will not start.")
 	}
 	lines = append(lines, "",

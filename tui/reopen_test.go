@@ -177,3 +177,26 @@ func TestPickerListsMidEpochCheckpoints(t *testing.T) {
 		t.Fatalf("notice %q", m.notice.text)
 	}
 }
+
+// The quit dialog counts a paused run as paused, not as training: with
+// one run training and one paused it says both; with only the paused one
+// it does not say that a run is still training.
+func TestQuitDialogCountsPausedApart(t *testing.T) {
+	m := New(Options{Runs: testGrid()[:2]})
+	m.w, m.h, m.st = 100, 30, newStyles(true)
+	for _, r := range m.runs {
+		m = step(m, eventMsg{runner.RunStarted{Info: r.info}})
+	}
+	m = step(m, eventMsg{runner.Paused{Run: m.runs[1].info.ID, Epoch: 1, Step: 3}})
+	dialog := func(m Model) string {
+		m = step(m, keyMsg("q"))
+		return ansi.Strip(m.render())
+	}
+	if s := dialog(m); !strings.Contains(s, "1 run still training.") || !strings.Contains(s, "1 run paused") {
+		t.Errorf("one training, one paused:\n%s", s)
+	}
+	m = step(m, eventMsg{runner.Paused{Run: m.runs[0].info.ID, Epoch: 1, Step: 5}})
+	if s := dialog(m); strings.Contains(s, "still training") || !strings.Contains(s, "2 runs paused") {
+		t.Errorf("both paused: the dialog should not say training:\n%s", s)
+	}
+}

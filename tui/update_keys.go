@@ -62,7 +62,7 @@ func (m Model) onDashboardKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Help):
 		m.overlay = helpOverlay
 	case key.Matches(msg, k.Quit):
-		m.quitDlg = quitDialog{active: m.countActive()}
+		m.quitDlg = m.countActive()
 		m.overlay = quitOverlay
 	}
 	return m, nil
@@ -227,12 +227,17 @@ func (m *Model) markStopping() int {
 	return n
 }
 
-func (m Model) countActive() int {
-	n := 0
+// countActive counts the runs Quit stops, the paused ones apart: a run
+// is paused once the runner said so and until it confirms the resume.
+func (m Model) countActive() quitDialog {
+	var d quitDialog
 	for _, r := range m.runs {
-		if r.status.active() {
-			n++
+		switch {
+		case r.status == stPaused || r.status == stResuming:
+			d.paused++
+		case r.status.active():
+			d.training++
 		}
 	}
-	return n
+	return d
 }
