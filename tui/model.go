@@ -58,16 +58,17 @@ type Model struct {
 	quitDlg   quitDialog
 	picker    resumePicker
 	notice    notice
-	stopping  map[string]bool // runs sent Stop; quit once all have finished
-	closed    bool            // the event channel was closed
-	gridLines []runner.Log    // log lines about the whole grid, for runs not known yet
+	stopping  map[string]bool     // runs sent Stop; quit once all have finished
+	asked     map[string]ckpt.Ref // runs sent ResumeFrom that have not started from it yet
+	closed    bool                // the event channel was closed
+	gridLines []runner.Log        // log lines about the whole grid, for runs not known yet
 }
 
 // New builds the model for the given runner connection.
 func New(o Options) Model {
 	m := Model{
 		opts: o, keys: defaultKeys(), st: newStyles(false), head: header{title: o.Title},
-		byID: map[string]int{}, follow: true, stopping: map[string]bool{},
+		byID: map[string]int{}, follow: true, stopping: map[string]bool{}, asked: map[string]ckpt.Ref{},
 	}
 	for _, info := range o.Runs {
 		m.addRun(info)

@@ -200,3 +200,37 @@ func TestQuitDialogCountsPausedApart(t *testing.T) {
 		t.Errorf("both paused: the dialog should not say training:\n%s", s)
 	}
 }
+
+// A ResumeFrom the runner refuses (it answers with an error line for the
+// run) shows its reason on the notice line, not only in the log pane; a
+// warning before an accepted resume shows too, and RunStarted then says
+// where the run resumed from.
+func TestRefusedResumeShowsWhyOnTheNoticeLine(t *testing.T) {
+	m := New(Options{Runs: testGrid()[:1], Send: func(string, runner.Command) {}})
+	m.w, m.h, m.st = 120, 30, newStyles(true)
+	id := m.runs[0].info.ID
+	m = step(m, eventMsg{runner.RunStarted{Info: m.runs[0].info}})
+	m = step(m, checkpointsMsg{run: id, refs: []ckpt.Ref{{Epoch: 2}}})
+	m = step(m, keyMsg("enter"))
+	why := `checkpoint "ckpt/x/model_2.pth": saved with width 8, this run has 16`
+	m = step(m, eventMsg{runner.Log{Run: id, Level: runner.LevelError, Text: why}})
+	lines := strings.Split(ansi.Strip(m.render()), "\n")
+	if notice := lines[len(lines)-2]; !strings.Contains(notice, "resume of "+id+" from epoch 2 refused: "+why[:30]) {
+		t.Fatalf("notice line %q, want the refusal's reason", notice)
+	}
+	m = step(m, eventMsg{runner.Log{Run: id, Level: runner.LevelError, Text: "checkpoint failed: disk full"}})
+	if strings.Contains(m.notice.text, "disk full") {
+		t.Errorf("an error after the refusal is no answer to the resume: %q", m.notice.text)
+	}
+	m = step(m, checkpointsMsg{run: id, refs: []ckpt.Ref{{Epoch: 2}}})
+	m = step(m, keyMsg("enter"))
+	m = step(m, eventMsg{runner.Log{Run: id, Level: runner.LevelWarn, Text: "checkpoint 2 was taken with 9 steps per epoch"}})
+	if !strings.Contains(m.notice.text, "9 steps per epoch") || strings.Contains(m.notice.text, "refused") {
+		t.Errorf("a warning before the resume: notice %q", m.notice.text)
+	}
+	m = step(m, eventMsg{runner.RunStarted{Info: m.runs[0].info, StartEpoch: 2}})
+	m = step(m, eventMsg{runner.Log{Run: id, Level: runner.LevelError, Text: "later"}})
+	if strings.Contains(m.notice.text, "later") {
+		t.Errorf("after RunStarted an error is no refusal: %q", m.notice.text)
+	}
+}

@@ -22,7 +22,12 @@ func (m Model) onEvent(ev runner.Event) (tea.Model, tea.Cmd) {
 	wasDone := m.allFinished()
 	r.Update(ev)
 	switch e := ev.(type) {
+	case runner.Log:
+		m.resumeAnswer(e)
+	case runner.RunQueued:
+		delete(m.asked, e.Info.ID) // re-opened: it starts from the checkpoint
 	case runner.RunStarted:
+		delete(m.asked, e.Info.ID)
 		// Show the run that starts unless the one shown is training:
 		// with concurrent runs the screen stays on the first to start.
 		if !m.runs[m.sel].status.active() {
@@ -55,6 +60,25 @@ func (m Model) onEvent(ev runner.Event) (tea.Model, tea.Cmd) {
 		m.notice = note("all runs finished · v compares them · q or enter exits")
 	}
 	return m, m.waitEvent()
+}
+
+// resumeAnswer shows on the notice line, not only in the log, why the
+// runner refused a ResumeFrom the r key sent. The runner answers a
+// refusal with an error line for the run (a missing checkpoint, another
+// model) or a warning (a world of processes, a grid being quit), and an
+// accepted resume with RunStarted; a warning may also come before an
+// accepted one (other steps per epoch), so only an error is called a
+// refusal and a warning keeps waiting for the answer.
+func (m *Model) resumeAnswer(l runner.Log) {
+	ref, ok := m.asked[l.Run]
+	switch {
+	case !ok || l.Level == runner.LevelInfo:
+	case l.Level == runner.LevelError:
+		delete(m.asked, l.Run)
+		m.notice = note("resume of %s from %s refused: %s", l.Run, ref.Describe(), l.Text)
+	default:
+		m.notice = note("resume of %s from %s: %s", l.Run, ref.Describe(), l.Text)
+	}
 }
 
 // gridLog shows a line about the whole grid (a skipped cell, how concurrent

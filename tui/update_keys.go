@@ -185,10 +185,12 @@ func (m *Model) resumeFrom(id string, ref ckpt.Ref) {
 			"resnetlab run --resume %s %s (resumes every run of the spec)", id, ref.Describe(), ref, spec)
 	case r.status.finished():
 		m.send(id, runner.ResumeFrom(ref))
+		m.asked[id] = ref
 		m.notice = note("re-opening %s from %s: it trains to epoch %d again and its result is replaced",
 			id, ref.Describe(), r.info.Epochs)
 	default:
 		m.send(id, runner.ResumeFrom(ref))
+		m.asked[id] = ref
 		m.notice = note("resume of %s from %s requested", id, ref.Describe())
 	}
 }
