@@ -24,8 +24,9 @@ const launchGrace = 10 * time.Second
 // `resnetlab run --headless SPEC` with torchrun's variables set, forwards
 // SIGINT and SIGTERM to them, ends them all when one fails, and exits with
 // the first failure's code (130 when interrupted). On a terminal (and
-// without --headless), node 0's rank 0 gets the terminal and runs the UI
-// (see launchStdio).
+// without --headless), node 0's rank 0 gets the terminal and runs the UI.
+// The other local ranks' output is held and printed only when the first
+// did not report the world's failure itself (heldOutput).
 func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 	fs := newFlags("launch")
 	nproc := fs.Int("nproc-per-node", 0, "")
@@ -65,9 +66,9 @@ func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "resnetlab launch: cannot find this binary: %v\n", err)
 		return exitFailed
 	}
-	w := &world{done: map[*exec.Cmd]bool{}}
+	w := &world{done: map[*exec.Cmd]bool{}, codes: map[*exec.Cmd]int{}}
 	ui := !*headless && *nodeRank == 0 && c.tui != nil && c.isTTY()
-	var held []*tailBuffer // with the UI: the other ranks' output, printed once it has quit
+	var held []*tailBuffer // the other local ranks' output, printed at the end if needed (heldOutput)
 	for i := range *nproc {
 		env := map[string]int{"RANK": *nodeRank**nproc + i, "LOCAL_RANK": i, "WORLD_SIZE": *nnodes * *nproc,
 			"LOCAL_WORLD_SIZE": *nproc, "GROUP_RANK": *nodeRank, "MASTER_PORT": *port}
@@ -80,7 +81,7 @@ func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 		switch {
 		case ui && i == 0:
 			cmd.Stdin = os.Stdin
-		case ui:
+		case i > 0:
 			b := &tailBuffer{max: launchHeld}
 			held = append(held, b)
 			cmd.Stdout, cmd.Stderr = b, b
@@ -94,10 +95,23 @@ func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 		w.procs = append(w.procs, cmd)
 	}
 	code = w.supervise(ctx)
-	for _, b := range held {
-		c.stderr.Write(b.bytes())
+	if heldOutput(w.codes[w.procs[0]]) {
+		for _, b := range held {
+			c.stderr.Write(b.bytes())
+		}
 	}
 	return code
+}
+
+// heldOutput reports whether the other local ranks' output is printed,
+// given how this node's first rank exited. That rank reports the world's
+// outcome: a failure of any rank reaches it (a rank that fails aborts the
+// world, naming itself and its error), and the others would print the
+// same failure again, once per rank. Their output is printed when the
+// first rank said nothing of a failure: it succeeded (what else they said
+// may matter), or it was killed or ended otherwise.
+func heldOutput(first int) bool {
+	return first != exitFailed && first != exitInterrupted
 }
 
 // checkLaunchSpec refuses, before any process starts, a spec that every
@@ -131,8 +145,8 @@ func launchArgs(ui bool, spec string) []string {
 	return []string{"run", "--headless", spec}
 }
 
-// launchHeld bounds what the launcher keeps of each other rank's output
-// while rank 0's UI owns the terminal: a failure's last lines.
+// launchHeld bounds what the launcher keeps of each other local rank's
+// output until the world has ended: a failure's last lines.
 const launchHeld = 64 << 10
 
 // tailBuffer keeps the last max bytes written to it.
@@ -163,6 +177,7 @@ type world struct {
 	procs []*exec.Cmd
 	mu    sync.Mutex
 	done  map[*exec.Cmd]bool // waited for: never signal a pid the system may reuse
+	codes map[*exec.Cmd]int  // exit codes of the processes waited for
 }
 
 func (w *world) signal(s os.Signal) {
@@ -195,10 +210,11 @@ func (w *world) supervise(ctx context.Context) int {
 	for _, p := range w.procs {
 		go func() {
 			err := p.Wait()
+			code := exitCode(p, err)
 			w.mu.Lock()
-			w.done[p] = true
+			w.done[p], w.codes[p] = true, code
 			w.mu.Unlock()
-			exits <- exit{exitCode(p, err)}
+			exits <- exit{code}
 		}()
 	}
 	first, interrupted := 0, false

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"resnetlab/ckpt"
@@ -101,21 +102,23 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 		runErr <- c.runSpec(ctx, sp, opts, events, cmds)
 		close(events) // RunSpec never closes it: its sender is done now
 	}()
-	failed := false
+	var failed []string // the runs whose failure the front end showed
+	uiFailed := false
+	var t *tee // the UI's copy of the events
 	if opts.Headless {
 		h := newHeadless(c.stdout, c.now)
 		h.consume(events)
 		h.summary()
-		failed = len(h.failed) > 0
+		failed = h.failed
 		c.writePlots(sp, opts, h.results)
 	} else {
-		t := newTee(events)
+		t = newTee(events)
 		uiErr := c.tui(ctx, sp, cells, t.out, cmds)
 		t.stopForwarding()
 		cancel(errUIQuit) // the user quit (Ctrl-C; q has stopped the runs): stop whatever still runs
 		if uiErr != nil && !errors.Is(uiErr, context.Canceled) {
 			fmt.Fprintf(c.stderr, "resnetlab: terminal UI: %v\n", uiErr)
-			failed = true
+			uiFailed = true
 		}
 		defer func() { // once the runs have ended: the same table as headless
 			if table := t.summary(); table != "" {
@@ -125,6 +128,9 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 		}()
 	}
 	err := <-runErr
+	if !opts.Headless {
+		failed = t.failedRuns()
+	}
 	switch {
 	case errors.Is(err, context.Canceled) && (ctx.Err() != nil || opts.World != nil):
 		// In a world, a rank stops with the rank that was interrupted: say so.
@@ -135,12 +141,26 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 		fmt.Fprintf(c.stderr, "resnetlab run: %s\n", msg)
 		return exitInterrupted
 	case err != nil:
-		fmt.Fprintf(c.stderr, "resnetlab run: %s\n", clipLines(err.Error(), maxErrLines))
+		fmt.Fprintf(c.stderr, "resnetlab run: %s\n", failureLine(err, opts, failed, len(cells)))
 		return exitFailed
-	case failed:
+	case len(failed) > 0 || uiFailed:
 		return exitFailed
 	}
 	return exitOK
+}
+
+// failureLine is run's last word on a failed spec. A run's failure the
+// front end has shown (headless's FAILED line, the UI and its table) is
+// not printed again, once per layer, burying it: the line names the
+// failed runs. The whole error is printed where nothing showed it: a
+// spec that could not start (a PreflightError names no run of its own),
+// or a rank of a world other than 0, whose output is discarded.
+func failureLine(err error, opts runner.RunOptions, shown []string, runs int) string {
+	var pe *runner.PreflightError
+	if len(shown) == 0 || errors.As(err, &pe) || (opts.World != nil && opts.World.Rank() != 0) {
+		return clipLines(err.Error(), maxErrLines)
+	}
+	return fmt.Sprintf("%d of %d run%s failed: %s", len(shown), runs, plural(runs), strings.Join(shown, ", "))
 }
 
 // errUIQuit is why the runs still training stop once the UI has quit
@@ -182,6 +202,7 @@ type tee struct {
 	uiGone  chan struct{}
 	done    chan struct{}
 	results []*report.Result // owned by the tee's goroutine until done closes
+	failed  []string         // the runs that failed, as the UI showed them; owned likewise
 }
 
 func newTee(in <-chan runner.Event) *tee {
@@ -190,8 +211,8 @@ func newTee(in <-chan runner.Event) *tee {
 		defer close(t.done)
 		defer close(t.out)
 		for ev := range in {
-			if f, ok := ev.(runner.RunFinished); ok && f.Result != nil {
-				t.keep(f.Result)
+			if f, ok := ev.(runner.RunFinished); ok {
+				t.finished(f)
 			}
 			select {
 			case t.out <- ev:
@@ -200,6 +221,26 @@ func newTee(in <-chan runner.Event) *tee {
 		}
 	}()
 	return t
+}
+
+// finished keeps a run's result and whether it failed (a re-opened run
+// that then succeeds is no failure any more).
+func (t *tee) finished(f runner.RunFinished) {
+	if f.Result != nil {
+		t.keep(f.Result)
+	}
+	t.failed = slices.DeleteFunc(t.failed, func(id string) bool { return id == f.Run })
+	var pe *runner.PreflightError
+	if f.Err != nil && !errors.As(f.Err, &pe) {
+		t.failed = append(t.failed, f.Run)
+	}
+}
+
+// failedRuns waits for the event stream to end and returns the runs that
+// failed.
+func (t *tee) failedRuns() []string {
+	<-t.done
+	return t.failed
 }
 
 // keep records r, replacing an earlier result of the same run (a run

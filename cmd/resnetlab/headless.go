@@ -26,12 +26,13 @@ type headless struct {
 	epochs   map[string]epochTimes // training time of the epochs seen, for the ETA
 	results  []*report.Result
 	failed   []string
+	shown    map[string]bool // runs whose error a line has printed: the table does not repeat it
 }
 
 func newHeadless(w io.Writer, now func() time.Time) *headless {
 	return &headless{w: w, now: now, stepEvery: 10 * time.Second,
 		infos: map[string]runner.RunInfo{}, lastStep: map[string]time.Time{},
-		epochs: map[string]epochTimes{}}
+		epochs: map[string]epochTimes{}, shown: map[string]bool{}}
 }
 
 // consume prints events until the channel is closed.
@@ -157,11 +158,12 @@ func (h *headless) finished(e runner.RunFinished) {
 		h.results = append(h.results, e.Result)
 	}
 	if e.Err != nil {
-		h.failed = append(h.failed, e.Run)
 		var pe *runner.PreflightError
 		if errors.As(e.Err, &pe) { // one problem for every run: run prints it once, at the end
 			return
 		}
+		h.failed = append(h.failed, e.Run)
+		h.shown[e.Run] = true
 		if errors.Is(e.Err, context.Canceled) { // Ctrl-C: not the run's fault
 			h.printf(e.Run, "%v", e.Err)
 			return
@@ -209,12 +211,22 @@ func peakSize(n int64) string {
 	return spec.FormatSize(n)
 }
 
-// summary prints the comparison table of every finished run.
+// summary prints the comparison table of every finished run. A run's
+// error printed on its FAILED line is not repeated under the table: its
+// status column says failed.
 func (h *headless) summary() {
 	if len(h.results) == 0 {
 		return
 	}
-	fmt.Fprintf(h.w, "\n%s", report.CompareTable(h.results))
+	rs := make([]*report.Result, len(h.results))
+	for i, r := range h.results {
+		if rs[i] = r; h.shown[r.Run] {
+			c := *r
+			c.Error = ""
+			rs[i] = &c
+		}
+	}
+	fmt.Fprintf(h.w, "\n%s", report.CompareTable(rs))
 }
 
 func pct(f float64) string { return runner.FormatAccuracy(f) }

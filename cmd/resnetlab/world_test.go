@@ -192,9 +192,9 @@ func TestWorldKilledRankEndsTheOthers(t *testing.T) {
 	ps[2].cmd.Process.Signal(syscall.SIGKILL)
 	codes := waitAll(t, ps[:2], 30*time.Second)
 	for r, c := range codes {
-		msg := ps[r].stderr.String()
+		msg := ps[r].stdout.String() + ps[r].stderr.String() // rank 0's FAILED line is on stdout
 		if c == 0 || !strings.Contains(msg, "rank 2 (host") {
-			t.Errorf("rank %d exited %d, stderr %q: want a failure naming rank 2", r, c, msg)
+			t.Errorf("rank %d exited %d, output %q: want a failure naming rank 2", r, c, msg)
 		}
 	}
 }
@@ -235,8 +235,8 @@ func TestWorldStoppedRankEndsTheOthers(t *testing.T) {
 		codes := waitAll(t, rest, 15*time.Second)
 		want := fmt.Sprintf("rank %d (host", stopped)
 		for i, c := range codes {
-			if msg := rest[i].stderr.String(); c == 0 || !strings.Contains(msg, want) {
-				t.Errorf("rank %d stopped: another rank exited %d, stderr %q: want a failure naming it", stopped, c, msg)
+			if msg := rest[i].stdout.String() + rest[i].stderr.String(); c == 0 || !strings.Contains(msg, want) {
+				t.Errorf("rank %d stopped: another rank exited %d, output %q: want a failure naming it", stopped, c, msg)
 			}
 		}
 		ps[stopped].cmd.Process.Kill()
@@ -553,5 +553,35 @@ func TestWorldRankZeroUI(t *testing.T) {
 	}
 	if !savedOnQuit {
 		t.Error("rank 0 saved no checkpoint on quit")
+	}
+}
+
+// A failing run's error is printed once, by one process and one layer:
+// not again under the table, on the last stderr line (which names the
+// failed run) nor by the launch's other rank. Before, a launch of two
+// ranks printed it four times.
+func TestLaunchPrintsAFailureOnce(t *testing.T) {
+	t.Setenv("RESNETLAB_TEST_MAIN", "1")
+	const why = "is below target_acc 99.00%"
+	for name, c := range map[string]struct {
+		gpus int
+		args []string
+	}{
+		"run":    {1, []string{"run", "--headless", "w.toml"}},
+		"launch": {2, []string{"launch", "--nproc-per-node", "2", "--master-port", port(t), "w.toml"}},
+	} {
+		spec := strings.Replace(worldSpec("torch_ddp", c.gpus, 1), "interval = 1\n", "interval = 1\ntarget_acc = 0.99\n", 1)
+		p := startCmd(t, spec, c.args)
+		if codes := waitAll(t, []*proc{p}, 60*time.Second); codes[0] != exitFailed {
+			t.Fatalf("%s: exit %d, want %d:\n%s", name, codes[0], exitFailed, p.stderr.String())
+		}
+		all := p.stdout.String() + p.stderr.String()
+		if n := strings.Count(all, why); n != 1 {
+			t.Errorf("%s: the error is printed %d times, want once:\n%s", name, n, all)
+		}
+		id := fmt.Sprintf("torch_ddp-fp32-%d", c.gpus)
+		if want := "resnetlab run: 1 of 1 run failed: " + id; !strings.Contains(p.stderr.String(), want) {
+			t.Errorf("%s: stderr %q lacks %q", name, p.stderr.String(), want)
+		}
 	}
 }
