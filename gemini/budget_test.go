@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -124,6 +125,15 @@ func TestInfeasibleBudgetIsAnError(t *testing.T) {
 	_, err := runGeminiErr(spec)
 	if err == nil || !strings.Contains(err.Error(), "device budget") || !strings.Contains(err.Error(), "non-model") {
 		t.Fatalf("budget below the activations: got %v, want a device budget error naming the non-model bytes", err)
+	}
+	// The warm-up's peak does not depend on the budget: it is the minimum.
+	var be *BudgetError
+	if !errors.As(err, &be) || !be.Warmup || be.Step != 1 || be.MinBudget() != be.Peak {
+		t.Fatalf("%v: want a *BudgetError of warm-up step 1 whose minimum is its peak", err)
+	}
+	spec.gem.DeviceBudget = be.MinBudget()
+	if _, err := runGeminiErr(spec); err != nil {
+		t.Fatalf("budget %d B, the minimum the error named: %v", spec.gem.DeviceBudget, err)
 	}
 }
 

@@ -31,7 +31,9 @@
 // MoveEvent. A device budget is kept by evicting, before
 // each operator, the chunks used farthest in the future (as traced during
 // warm-up, which also records each operator's non-model memory) so the
-// operator's traced peak fits; with MaxPrefetch the next chunks of the
+// operator's traced peak fits (a step that still breaks the budget returns
+// a *BudgetError; in the warm-up, whose peak does not depend on the budget,
+// that peak is the smallest budget that fits); with MaxPrefetch the next chunks of the
 // traced order are uploaded ahead as far as the budget allows
 // (prefetch.go). On a GPU the host tier is the device's pinned memory
 // (kernels.PinnedHost), so moves are DMA without staging copies.

@@ -218,6 +218,7 @@ func (g *Gemini) endStep() error {
 	g.calls++
 	g.notePeak(g.dev.MemStats().TotalPeak)
 	g.stats.PeakDevice = max(g.stats.PeakDevice, g.stepPeak)
+	warmup := !g.tr.done // this step ran conservatively (room.go)
 	if !g.tr.done && g.calls >= g.cfg.WarmupSteps {
 		g.tr.done = true
 		g.stats.Traced = true
@@ -231,8 +232,36 @@ func (g *Gemini) endStep() error {
 		if note == "" {
 			note = "the traced statistics underestimated an operator"
 		}
-		return fmt.Errorf("gemini: device budget %d B exceeded: peak %d B in step %d (%s); activations and one operator's chunks must fit",
-			b, g.stepPeak, g.calls, note)
+		return &BudgetError{Budget: b, Peak: g.stepPeak, Step: g.calls, Warmup: warmup, Note: note}
 	}
 	return nil
+}
+
+// BudgetError is a step whose device peak broke the device budget. A
+// warm-up step keeps only each operator's own chunks on the device
+// whatever the budget, so its peak does not depend on the budget: it is
+// the smallest budget the warm-up fits (MinBudget). After the warm-up the
+// placement depends on the budget, and no minimum is known.
+type BudgetError struct {
+	Budget, Peak int64
+	Step         int    // 1-based Step call
+	Warmup       bool   // the step was a warm-up (traced, conservative) step
+	Note         string // where the budget could not be met
+}
+
+// MinBudget is the smallest device budget known to fit, 0 when unknown.
+func (e *BudgetError) MinBudget() int64 {
+	if e.Warmup {
+		return e.Peak
+	}
+	return 0
+}
+
+func (e *BudgetError) Error() string {
+	msg := fmt.Sprintf("gemini: device budget %d B exceeded: peak %d B in step %d (%s); activations and one operator's chunks must fit",
+		e.Budget, e.Peak, e.Step, e.Note)
+	if m := e.MinBudget(); m > 0 {
+		msg += fmt.Sprintf(" (the warm-up needs a device budget of at least %d B)", m)
+	}
+	return msg
 }

@@ -1,12 +1,15 @@
 package runner
 
 import (
+	"fmt"
+
 	"resnetlab/comm"
 	"resnetlab/device"
 	"resnetlab/engine"
 	"resnetlab/gemini"
 	"resnetlab/kernels"
 	"resnetlab/model"
+	"resnetlab/spec"
 )
 
 // newGemini builds rank r's Gemini engine from the spec's [gemini] table
@@ -44,4 +47,27 @@ func (j *job) geminiSummary(eng engine.Trainer) {
 	st := g.Stats()
 	j.logf(LevelInfo, "gemini rank 0: %d chunk moves (%.1f MiB), %d prefetched, %d stalls (moves still in flight when needed), %d offloads taken back",
 		st.Moves, float64(st.BytesMoved)/(1<<20), st.Prefetches, st.Stalls, st.Revived)
+}
+
+// budgetError says in the spec's words that [gemini] device_budget is too
+// small, and what would do: gemini knows the budget only as bytes. The
+// rank is added by the rank pool.
+func (j *job) budgetError(e *gemini.BudgetError) error {
+	given := fmt.Sprintf("%s: [gemini] device_budget = %q (%d B)", j.spec.File, spec.FormatSize(e.Budget), e.Budget)
+	if m := e.MinBudget(); m > 0 {
+		return fmt.Errorf("%s is too small: the warm-up step peaked at %s (%d B) with only each operator's chunks on the device "+
+			"(activations and one operator's chunks must fit at once); want device_budget >= %d B, e.g. device_budget = %q",
+			given, spec.FormatSize(e.Peak), e.Peak, m, roundUpSize(m))
+	}
+	return fmt.Errorf("%s was exceeded in step %d: the device peaked at %s (%d B) (%s); want a larger device_budget "+
+		"(past the warm-up no minimum is known)", given, e.Step, spec.FormatSize(e.Peak), e.Peak, e.Note)
+}
+
+// roundUpSize is n rounded up to a whole MiB (KiB below 1 MiB), as a
+// device_budget the spec parses.
+func roundUpSize(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%dKiB", (n+1<<10-1)>>10)
+	}
+	return fmt.Sprintf("%dMiB", (n+1<<20-1)>>20)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"resnetlab/spec"
+	"strings"
 	"testing"
 )
 
@@ -115,6 +116,40 @@ func TestGeminiTwoRanksKeepTheBudget(t *testing.T) {
 	for r, p := range res.PeakDeviceBytes {
 		if p > budget {
 			t.Errorf("rank %d: peak device %d B over the budget %d B (gemini's own step peak %d B)", r, p, budget, res.Gemini[r].PeakDeviceBytes)
+		}
+	}
+}
+
+// A device_budget below what the warm-up step needs fails at that step
+// with one line that names the spec's key, the given value, the rank and
+// the smallest budget that works, which is exact: one byte less fails the
+// same way, that budget and the rounded example both train.
+func TestTooSmallBudgetNamesTheMinimum(t *testing.T) {
+	budgetRun := func(budget string) error {
+		_, err := collect(t, tinySpec(t, "[[run]]\nplugin = \"gemini\"\n[gemini]\ndevice_budget = \""+budget+"\""), RunOptions{}, nil)
+		return err
+	}
+	err := budgetRun("100KiB")
+	if err == nil {
+		t.Fatal("a 100 KiB budget trained")
+	}
+	msg := err.Error()
+	for _, want := range []string{"rank 0: ", `tiny.toml: [gemini] device_budget = "100.00 KiB" (102400 B) is too small`, "want device_budget >= "} {
+		if !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
+			t.Fatalf("error %q: want one line with %q", msg, want)
+		}
+	}
+	var min int64
+	var example string
+	if _, err := fmt.Sscanf(msg[strings.Index(msg, "want device_budget >= "):], "want device_budget >= %d B, e.g. device_budget = %q", &min, &example); err != nil {
+		t.Fatalf("no minimum in %q: %v", msg, err)
+	}
+	if err := budgetRun(fmt.Sprintf("%dB", min-1)); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("want device_budget >= %d B", min)) {
+		t.Errorf("budget %d B (one below the minimum): %v", min-1, err)
+	}
+	for _, ok := range []string{fmt.Sprintf("%dB", min), example} {
+		if err := budgetRun(ok); err != nil {
+			t.Errorf("budget %s (the minimum %d B said it works): %v", ok, min, err)
 		}
 	}
 }

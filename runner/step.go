@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"resnetlab/engine"
+	"resnetlab/gemini"
 	"resnetlab/kernels"
 	"resnetlab/model"
 )
@@ -31,6 +32,9 @@ func (j *job) trainStep(lr float32) error {
 		rs.stats = st
 		if errors.Is(err, engine.ErrCapture) {
 			return fmt.Errorf("%w (cuda_graphs = true in %s: set it to false to train eagerly)", err, j.spec.File)
+		}
+		if be := (*gemini.BudgetError)(nil); errors.As(err, &be) {
+			return j.budgetError(be)
 		}
 		if err != nil {
 			return err
