@@ -7,7 +7,9 @@
 // and mid-epoch saves), the bounds crafted metadata must respect before a
 // model is built from it (bounds.go), the checks a checkpoint passes before a
 // run resumes from it (resume.go: one save, a model of the run's shape and
-// settings) and the lock a run holds on its checkpoint directory (lock.go).
+// settings), the lock a run holds on its checkpoint directory (lock.go) and
+// the numbered directories that keep a fresh run off another run's files
+// (dirs.go: DIR-run2, DIR-run3, ...; a resume reads the newest).
 //
 // It sits beside model/torchfmt (the PyTorch formats): the runner saves and
 // loads through it, and the front ends name checkpoints with its Ref.

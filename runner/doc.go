@@ -11,7 +11,8 @@
 // checkpoint-now, stop, quit and resume-from (control.go). The package writes
 // what a run leaves behind: checkpoints (through package ckpt, which owns the
 // container; checkpoint.go is the run's side of it: taking a save, resuming
-// from one) and result files (through report.WriteResult), exports and
+// from one; options.go points each run at its directory, a new numbered one
+// for a fresh run whose directory holds another run's files) and result files (through report.WriteResult), exports and
 // imports (interop.go). It also measures steps (bench.go) and scores saved
 // models (evalcmd.go). The spec language and grid expansion are package
 // spec; result files, reports and plots are package report.

@@ -84,6 +84,23 @@ func (g *gridRun) logf(run string, level Level, format string, args ...any) {
 	g.emit(Log{Run: run, Time: time.Now(), Level: level, Text: fmt.Sprintf(format, args...)})
 }
 
+// announceMoved says where each run keeps its checkpoints when that is not
+// the spec's directory (placeCheckpoints), before any run starts.
+func (g *gridRun) announceMoved(moved map[string]string) {
+	for _, c := range g.cells {
+		base, ok := moved[c.ID]
+		switch {
+		case !ok:
+		case g.opts.StartFrom(g.spec).IsZero():
+			g.logf(c.ID, LevelWarn, "checkpoint directory %s holds an earlier run's checkpoints: this fresh run keeps its "+
+				"checkpoints in %s and touches none of them (resume = E continues the newest run)", base, c.CheckpointDir)
+		default:
+			g.logf(c.ID, LevelInfo, "resuming from %s, the newest of %s and its numbered runs holding that checkpoint",
+				c.CheckpointDir, base)
+		}
+	}
+}
+
 // loop runs the grid to its end and returns the runs' errors, in grid order.
 func (g *gridRun) loop(ctx context.Context, cmds <-chan Command) error {
 	ctxDone := ctx.Done()

@@ -172,3 +172,51 @@ func TestTargetAccFailsTheRun(t *testing.T) {
 		t.Fatalf("err = %v, want a target_acc failure", err)
 	}
 }
+
+// A fresh run of a spec whose checkpoint directory holds an earlier run's
+// checkpoints touches none of them: it says so and saves in DIR-run2; a
+// resume then continues the newest run, from DIR-run2.
+func TestFreshRunKeepsEarlierCheckpoints(t *testing.T) {
+	s := tinySpec(t, "")
+	dir := strings.ReplaceAll(s.Checkpoint, "{plugin}-{precision}-{gpus}", "torch_ddp-fp32-1")
+	if _, err := collect(t, s, RunOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	first, err := os.ReadFile(filepath.Join(dir, "model_2.pth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "model_2.pth"), append(first, 'x'), 0o644); err != nil {
+		t.Fatal(err) // marked: a save over it would drop the mark
+	}
+	evs, err := collect(t, s, RunOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said bool
+	var saved []string
+	for _, e := range evs {
+		switch e := e.(type) {
+		case Log:
+			said = said || strings.Contains(e.Text, "checkpoint directory "+dir+" holds an earlier run's checkpoints") &&
+				strings.Contains(e.Text, dir+"-run2")
+		case CheckpointSaved:
+			saved = append(saved, e.Dir)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "model_2.pth")); string(got) != string(first)+"x" || !said {
+		t.Fatalf("the earlier run's model_2.pth was touched (%v) or the move not said (%v)", string(got) != string(first)+"x", said)
+	}
+	if len(saved) != 2 || saved[0] != dir+"-run2" || saved[1] != dir+"-run2" {
+		t.Fatalf("the second fresh run saved in %v, want %s-run2 twice", saved, dir)
+	}
+	evs, err = collect(t, s, RunOptions{Resume: ckpt.Ref{Epoch: 1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if c, ok := e.(CheckpointSaved); ok && c.Dir != dir+"-run2" {
+			t.Errorf("the resumed run saved in %s, want the newest run's %s-run2", c.Dir, dir)
+		}
+	}
+}

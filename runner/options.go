@@ -28,6 +28,46 @@ type RunOptions struct {
 // checked, and its cells. RunSpec starts with it; the CLI calls it first to
 // report problems before anything starts.
 func (o RunOptions) Apply(s *spec.Spec) (*spec.Spec, []spec.Cell, []spec.Rejection, error) {
+	c, cells, rejected, _, err := o.apply(s)
+	return c, cells, rejected, err
+}
+
+// apply is Apply, also returning the spec's own checkpoint directory of
+// every cell that keeps its checkpoints elsewhere (placeCheckpoints).
+func (o RunOptions) apply(s *spec.Spec) (*spec.Spec, []spec.Cell, []spec.Rejection, map[string]string, error) {
+	c, cells, rejected, err := o.override(s)
+	if err != nil {
+		return nil, nil, rejected, nil, err
+	}
+	moved := placeCheckpoints(cells, o.StartFrom(c))
+	return c, cells, rejected, moved, nil
+}
+
+// placeCheckpoints points every cell at the directory it really uses
+// (ckpt/dirs.go): a fresh run whose directory holds another run's
+// checkpoint files writes to a new numbered sibling, touching none of
+// them; a resume reads the newest directory holding its checkpoint. It
+// returns the spec's directory of each cell it moved.
+func placeCheckpoints(cells []spec.Cell, from ckpt.Ref) map[string]string {
+	moved := map[string]string{}
+	for i, c := range cells {
+		if noCheckpoints(c.CheckpointDir) {
+			continue
+		}
+		dir := ckpt.FreshDir(c.CheckpointDir)
+		if !from.IsZero() {
+			dir = ckpt.ResumeDir(c.CheckpointDir, from)
+		}
+		if dir != c.CheckpointDir {
+			moved[c.ID] = c.CheckpointDir
+			cells[i].CheckpointDir = dir
+		}
+	}
+	return moved
+}
+
+// override applies the options to a copy of s and expands its cells.
+func (o RunOptions) override(s *spec.Spec) (*spec.Spec, []spec.Cell, []spec.Rejection, error) {
 	c := *s
 	if o.Resume.Epoch < 0 || o.Resume.Step < 0 || (o.Resume.Epoch == 0 && o.Resume.Step != 0) {
 		return nil, nil, nil, fmt.Errorf("--resume %s: want an epoch E >= 1, or E@S", o.Resume)

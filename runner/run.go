@@ -21,7 +21,7 @@ import (
 // target_acc, or Ctrl-C: then it matches context.Canceled) or the spec
 // could not start.
 func RunSpec(ctx context.Context, sp *spec.Spec, opts RunOptions, events chan<- Event, cmds <-chan Command) error {
-	s, cells, rejected, err := opts.Apply(sp)
+	s, cells, rejected, moved, err := opts.apply(sp)
 	if err != nil {
 		return err
 	}
@@ -40,6 +40,7 @@ func RunSpec(ctx context.Context, sp *spec.Spec, opts RunOptions, events chan<- 
 		return g.failAll(err)
 	}
 	g.init()
+	g.announceMoved(moved)
 	return g.loop(ctx, cmds)
 }
 

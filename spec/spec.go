@@ -31,7 +31,10 @@ import "resnetlab/engine"
 //	checkpoint    string   "./checkpoint"  checkpoint directory; may use {name},
 //	                                   {plugin}, {precision} and {gpus}. Runs of one
 //	                                   spec must expand it to different directories
-//	                                   when interval > 0 or resume > 0.
+//	                                   when interval > 0 or resume > 0. A fresh run
+//	                                   whose directory holds another run's checkpoint
+//	                                   files saves in DIR-run2, -run3, ... (the runner;
+//	                                   ckpt/dirs.go).
 //	interval      int      5           save a checkpoint every N epochs; 0 = never
 //	resume        int      0           resume from the checkpoint of epoch E; 0 = fresh
 //	target_acc    float    0           fail a run whose final test accuracy is below
