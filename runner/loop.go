@@ -14,14 +14,19 @@ import (
 func (j *job) loop(ctx context.Context) error {
 	spe := j.info.StepsPerEpoch
 	for j.epoch < j.spec.Epochs {
-		lr := float32(j.sched.LR(j.epoch))
 		for j.step < spe {
 			if err := j.control(ctx); err != nil {
 				return err
 			}
-			if j.step >= spe { // a resume moved the position
+			// A ResumeFrom that control served may have moved the position:
+			// to the last epoch's end (nothing is left to train, as for a
+			// fresh --resume of it) or past the steps of this epoch.
+			if j.epoch >= j.spec.Epochs || j.step >= spe {
 				break
 			}
+			// The rate is read at every step, not once per epoch: that
+			// resume may have moved the run to an epoch of another rate.
+			lr := float32(j.sched.LR(j.epoch))
 			t0 := time.Now()
 			if err := j.trainStep(lr); err != nil {
 				return err
