@@ -37,15 +37,9 @@ func (j *job) control(ctx context.Context) error {
 		}
 		switch c := cmd.(type) {
 		case Pause:
-			if !paused {
-				paused = true
-				j.emit(Paused{Run: j.info.ID, Epoch: j.epoch + 1, Step: j.step})
-			}
+			j.pause(&paused)
 		case Resume:
-			if paused {
-				paused = false
-				j.emit(Resumed{Run: j.info.ID})
-			}
+			j.unpause(&paused)
 		case CheckpointNow:
 			if err := j.checkpoint(); err != nil {
 				j.logf(LevelError, "checkpoint failed: %v", err)
@@ -67,6 +61,20 @@ func (j *job) control(ctx context.Context) error {
 			j.emit(RunStarted{Info: j.info, StartEpoch: c.Epoch, StartStep: c.Step})
 		}
 	}
+}
+
+// pause serves Pause. Every Pause is answered with Paused, also one that
+// finds the run paused already: a front end that shows "pausing" until
+// the runner confirms then always hears back, whatever it believed.
+func (j *job) pause(paused *bool) {
+	*paused = true
+	j.emit(Paused{Run: j.info.ID, Epoch: j.epoch + 1, Step: j.step})
+}
+
+// unpause serves Resume, answered with Resumed for the same reason.
+func (j *job) unpause(paused *bool) {
+	*paused = false
+	j.emit(Resumed{Run: j.info.ID})
 }
 
 // ctxDone answers Ctrl-C noticed while serving commands (one process: a

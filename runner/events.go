@@ -161,6 +161,8 @@ type CheckpointSaved struct {
 }
 
 // Paused and Resumed confirm a Pause/Resume command at a step boundary.
+// Every Pause and every Resume is answered, also one that finds the run
+// in that state already.
 type Paused struct {
 	Run   string
 	Epoch int

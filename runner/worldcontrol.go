@@ -144,15 +144,9 @@ func (j *job) interruptCause(ctx context.Context) context.Context {
 func (j *job) serve(code int, paused *bool) error {
 	switch code {
 	case wcPause:
-		if !*paused {
-			*paused = true
-			j.emit(Paused{Run: j.info.ID, Epoch: j.epoch + 1, Step: j.step})
-		}
+		j.pause(paused)
 	case wcResume:
-		if *paused {
-			*paused = false
-			j.emit(Resumed{Run: j.info.ID})
-		}
+		j.unpause(paused)
 	case wcCheckpoint:
 		if err := j.checkpoint(); err != nil {
 			j.logf(LevelError, "checkpoint failed: %v", err)

@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +125,33 @@ func TestPauseNeedsConfirmation(t *testing.T) {
 	step(m, keyMsg("p"))
 	if len(sent) != 2 || sent[1] != (runner.Resume{}) {
 		t.Fatalf("sent %v, want Pause, Resume", sent)
+	}
+}
+
+// p while the runner has not yet answered asks again (the runner answers
+// every Pause and Resume): a request that got lost never leaves the run
+// PAUSING… or RESUMING… for good.
+func TestPendingPauseAsksAgain(t *testing.T) {
+	var sent []runner.Command
+	info := runner.RunInfo{ID: "a", Epochs: 2, StepsPerEpoch: 4}
+	m := New(Options{Runs: []runner.RunInfo{info}, Send: func(_ string, c runner.Command) { sent = append(sent, c) }})
+	m = step(m, eventMsg{runner.RunStarted{Info: info}})
+	m = step(step(m, keyMsg("p")), keyMsg("p"))
+	if want := []runner.Command{runner.Pause{}, runner.Pause{}}; !slices.Equal(sent, want) {
+		t.Fatalf("p twice while pausing sent %v, want %v", sent, want)
+	}
+	if s := ansi.Strip(m.render()); !strings.Contains(s, "PAUSING") || !strings.Contains(s, "asked again") {
+		t.Fatalf("still waiting for the answer, the screen must say so:\n%s", s)
+	}
+	m = step(m, eventMsg{runner.Paused{Run: "a", Epoch: 1, Step: 2}})
+	m = step(m, eventMsg{runner.Paused{Run: "a", Epoch: 1, Step: 2}}) // the second answer
+	m = step(step(m, keyMsg("p")), keyMsg("p"))
+	if want := []runner.Command{runner.Resume{}, runner.Resume{}}; !slices.Equal(sent[2:], want) {
+		t.Fatalf("p twice while paused, then resuming, sent %v, want %v", sent[2:], want)
+	}
+	m = step(m, eventMsg{runner.Resumed{Run: "a"}})
+	if s := ansi.Strip(m.render()); !strings.Contains(s, "RUNNING") {
+		t.Fatalf("after Resumed the header must say RUNNING:\n%s", s)
 	}
 }
 

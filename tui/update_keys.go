@@ -102,7 +102,10 @@ func (m *Model) onCompareKey(msg tea.KeyPressMsg) bool {
 }
 
 // togglePause sends Pause or Resume; the status says PAUSED/RUNNING only
-// when the runner confirms with Paused/Resumed.
+// when the runner confirms with Paused/Resumed. While it waits, p asks
+// again: the runner answers every Pause and Resume, so a request that was
+// lost (Send drops a command it cannot queue) never leaves the run
+// PAUSING… or RESUMING… for good.
 func (m *Model) togglePause(r *run) {
 	id := r.info.ID
 	switch r.status {
@@ -114,8 +117,12 @@ func (m *Model) togglePause(r *run) {
 		m.send(id, runner.Resume{})
 		r.status = stResuming
 		m.notice = note("resume requested for %s", id)
-	case stPausing, stResuming:
-		m.notice = note("waiting for %s to confirm", id)
+	case stPausing:
+		m.send(id, runner.Pause{})
+		m.notice = note("waiting for %s to confirm the pause (asked again)", id)
+	case stResuming:
+		m.send(id, runner.Resume{})
+		m.notice = note("waiting for %s to confirm the resume (asked again)", id)
 	default:
 		m.notice = note("%s is not training (%s)", id, r.status)
 	}
