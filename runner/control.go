@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"resnetlab/ckpt"
 )
 
 // The commands a run serves between steps (pause, resume, checkpoint now,
@@ -54,11 +56,7 @@ func (j *job) control(ctx context.Context) error {
 			}
 			return errStopped
 		case ResumeFrom:
-			if err := j.resume(c.Ref()); err != nil {
-				j.logf(LevelError, "%v", err)
-				continue
-			}
-			j.emit(RunStarted{Info: j.info, StartEpoch: c.Epoch, StartStep: c.Step})
+			j.resumeFrom(c.Ref(), &paused)
 		}
 	}
 }
@@ -75,6 +73,20 @@ func (j *job) pause(paused *bool) {
 func (j *job) unpause(paused *bool) {
 	*paused = false
 	j.emit(Resumed{Run: j.info.ID})
+}
+
+// resumeFrom serves ResumeFrom: the run continues from ref as a fresh
+// resnetlab run --resume ref would, training at once. A paused run is
+// un-paused too: RunStarted means that the run trains, and a run that
+// stayed paused behind it would wait for a Resume no front end knows to
+// send. A refused resume changes nothing, the pause included.
+func (j *job) resumeFrom(ref ckpt.Ref, paused *bool) {
+	if err := j.resume(ref); err != nil {
+		j.logf(LevelError, "%v", err)
+		return
+	}
+	*paused = false
+	j.started(ref)
 }
 
 // ctxDone answers Ctrl-C noticed while serving commands (one process: a

@@ -227,11 +227,14 @@ type (
 	CheckpointNow struct{}
 	Stop          struct{ Checkpoint bool } // stop the run, checkpointing first if asked
 	// ResumeFrom restarts the run from a saved checkpoint: the end of
-	// epoch Epoch, or Step steps into it (Step > 0, a mid-epoch save). A
-	// run that has already finished (done, failed, stopped or
-	// interrupted) is re-opened: a new job trains it from that epoch to
-	// the spec's last and replaces its result (RunQueued, RunStarted, ...,
-	// RunFinished again). That needs RunSpec to be still running: see
+	// epoch Epoch, or Step steps into it (Step > 0, a mid-epoch save), as
+	// a fresh run with --resume of it would, to the same model bit for
+	// bit. The run answers with RunStarted and trains, also when it was
+	// paused (a refused resume leaves it as it was). A run that has
+	// already finished (done, failed, stopped or interrupted) is
+	// re-opened: a new job trains it from that epoch to the spec's last
+	// and replaces its result (RunQueued, RunStarted, ..., RunFinished
+	// again). That needs RunSpec to be still running: see
 	// RunOptions.StayOpen.
 	ResumeFrom struct{ Epoch, Step int }
 	// Quit ends the whole grid, as quitting the UI does: runs that have not

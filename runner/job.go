@@ -150,8 +150,7 @@ func (j *job) run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	j.restartChunks()
-	j.emit(RunStarted{Info: j.info, StartEpoch: j.startFrom.Epoch, StartStep: j.startFrom.Step})
+	j.started(j.startFrom)
 	err = j.loop(ctx)
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, errStopped) { // agreed: every rank of a world ends here together
 		j.syncReports()
