@@ -72,12 +72,12 @@ func TestRunRefusesPathsItCannotUse(t *testing.T) {
 		frag string
 	}{
 		{"checkpoint", []string{"run", writeSpec(t, replaceDir(base, ck, bad+"/{plugin}"))},
-			fmt.Sprintf("exp.toml:8: key `checkpoint`: run torch_ddp-fp32-1 cannot write checkpoints in %q: mkdir %s: not a directory",
+			fmt.Sprintf("exp.toml:8: key `checkpoint`: run torch_ddp-fp32-1 cannot write checkpoints in %q: %s is not a directory",
 				bad+"/torch_ddp", file)},
 		{"results key", []string{"run", writeSpec(t, replaceDir(base, filepath.Join(dir, "res"), bad))},
-			fmt.Sprintf("exp.toml:9: key `results_dir`: cannot write results in %q: mkdir %s: not a directory", bad, file)},
+			fmt.Sprintf("exp.toml:9: key `results_dir`: cannot write results in %q: %s is not a directory", bad, file)},
 		{"results flag", []string{"run", "--results", bad, writeSpec(t, base)},
-			fmt.Sprintf("--results: cannot write results in %q: mkdir %s: not a directory", bad, file)},
+			fmt.Sprintf("--results: cannot write results in %q: %s is not a directory", bad, file)},
 		{"resume key", []string{"run", writeSpec(t, strings.Replace(longer, "interval = 1", "interval = 1\nresume = 3", 1))},
 			fmt.Sprintf("exp.toml:11: key `resume`: run torch_ddp-fp32-1: no checkpoint of epoch 3 in %q (checkpoints there: 1, 2)", ck)},
 		{"resume flag, no dir", []string{"run", "--resume", "1", writeSpec(t, tinyRun(t.TempDir(), ""))},
