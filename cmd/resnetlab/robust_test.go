@@ -260,8 +260,9 @@ func TestInterruptCheckpointsAndExits130(t *testing.T) {
 	// is the interrupt's.
 	src := strings.Replace(tinyRun(dir, ""), "epochs = 2", "epochs = 1000", 1)
 	src = strings.Replace(src, "interval = 1", "interval = 1000", 1)
+	specPath := writeSpec(t, src)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMain$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "RNL_HELPER_MAIN=run\n--headless\n"+writeSpec(t, src))
+	cmd.Env = append(os.Environ(), "RNL_HELPER_MAIN=run\n--headless\n"+specPath)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -309,6 +310,13 @@ func TestInterruptCheckpointsAndExits130(t *testing.T) {
 	if !strings.Contains(all, saved) || !strings.Contains(all, "[torch_ddp-fp32-1] interrupted: ") ||
 		strings.Contains(all, "FAILED") {
 		t.Fatalf("stdout lacks %q or the interrupt line, or says FAILED:\n%s", saved, all)
+	}
+	// The end says which checkpoint the run has and the command that goes
+	// on from it, as the spec was given (the spec's one run: no --run).
+	goOn := fmt.Sprintf("torch_ddp-fp32-1 was interrupted; its last checkpoint, of %s, is in %s. To continue it:\n"+
+		"    resnetlab run --headless --resume %s %s\nresnetlab run: interrupted\n", have[0].Describe(), ck, have[0], specPath)
+	if !strings.HasSuffix(all+"\n"+stderr.String(), goOn) {
+		t.Fatalf("the output does not end with\n%s\nstdout:\n%s\nstderr:\n%s", goOn, all, &stderr)
 	}
 	m, o, s := have[0].Paths(ck)
 	for _, p := range []string{m, o, s} {
