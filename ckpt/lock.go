@@ -22,16 +22,26 @@ const LockName = ".resnetlab.lock"
 
 // DirLock is a held checkpoint-directory lock.
 type DirLock struct {
-	f    *os.File
-	path string
+	f       *os.File
+	path    string
+	created []string // the directories LockDir made, deepest first
 }
 
 // LockDir creates dir if needed and locks it for run, or says
-// who holds it.
-func LockDir(dir, run string) (*DirLock, error) {
+// who holds it. The directories it creates are removed again by Release
+// (or by a failed LockDir) when nothing was put in them: a run that saved
+// no checkpoint leaves no empty directory behind.
+func LockDir(dir, run string) (l *DirLock, err error) {
+	created := missingDirs(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		removeEmpty(created)
 		return nil, fmt.Errorf("checkpoint directory %s: %w", dir, err)
 	}
+	defer func() {
+		if err != nil {
+			removeEmpty(created)
+		}
+	}()
 	path := filepath.Join(dir, LockName)
 	for range 5 {
 		f, err := lockFile(dir, path)
@@ -45,7 +55,7 @@ func LockDir(dir, run string) (*DirLock, error) {
 			if f.Truncate(0) == nil {
 				fmt.Fprintf(f, "pid %d host %s run %s\n", os.Getpid(), host, run)
 			}
-			return &DirLock{f: f, path: path}, nil
+			return &DirLock{f: f, path: path, created: created}, nil
 		}
 		f.Close()
 	}
@@ -92,11 +102,42 @@ func lockHolder(f *os.File) string {
 
 // Release removes the lock file and unlocks the directory (closing the
 // file drops the flock); removing first means a run waiting on the old
-// file sees it replaced and locks afresh.
+// file sees it replaced and locks afresh. Then it removes the directories
+// LockDir created that are still empty (a run that saved nothing).
 func (l *DirLock) Release() {
 	if l != nil && l.f != nil {
 		os.Remove(l.path)
 		l.f.Close()
 		l.f = nil
+		removeEmpty(l.created)
+		l.created = nil
+	}
+}
+
+// missingDirs lists dir and those of its ancestors that do not exist,
+// deepest first: what MkdirAll(dir) would create.
+func missingDirs(dir string) []string {
+	var out []string
+	for p := filepath.Clean(dir); ; {
+		if _, err := os.Lstat(p); err == nil || !errors.Is(err, os.ErrNotExist) {
+			return out
+		}
+		out = append(out, p)
+		parent := filepath.Dir(p)
+		if parent == p {
+			return out
+		}
+		p = parent
+	}
+}
+
+// removeEmpty removes dirs in order (deepest first) while they are empty:
+// os.Remove refuses a directory that holds anything, so another run's
+// files, or a directory another run made meanwhile, stay.
+func removeEmpty(dirs []string) {
+	for _, d := range dirs {
+		if os.Remove(d) != nil {
+			return
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"resnetlab/fsutil"
 	"resnetlab/spec"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -127,22 +128,124 @@ func readResult(path string) (*Result, error) {
 
 // CompareTable lays finished runs side by side, one row per run, followed by
 // the error of each failed run.
-func CompareTable(rs []*Result) string {
+func CompareTable(rs []*Result) string { return CompareTableWidth(rs, 0) }
+
+// compareColumn is one column of the compare table: its header, the
+// shorter header of a table narrowed to fit a terminal, its cells, and
+// when it is left out to fit (drop: lower goes first; 0 never).
+type compareColumn struct {
+	name, short string
+	drop        int
+	implied     bool // the run label says it (PLUGIN-PRECISION-RANKS): left out without a word
+	cell        func(r *Result, label string) string
+}
+
+var compareColumns = []compareColumn{
+	{"RUN", "RUN", 0, false, func(_ *Result, label string) string { return label }},
+	{"PLUGIN", "PLUGIN", 1, true, func(r *Result, _ string) string { return r.Plugin }},
+	{"PRECISION", "PREC", 1, true, func(r *Result, _ string) string { return r.Precision }},
+	{"RANKS", "RANKS", 1, true, func(r *Result, _ string) string { return fmt.Sprint(r.WorldSize) }},
+	{"DATASET", "DATASET", 2, false, func(r *Result, _ string) string { return r.Dataset }},
+	{"EPOCHS", "EPOCHS", 5, false, func(r *Result, _ string) string {
+		return fmt.Sprintf("%d/%d", len(r.EpochResults), r.Epochs)
+	}},
+	{"FINAL ACC", "FINAL", 0, false, func(r *Result, _ string) string { return accCell(r, r.FinalTestAcc) }},
+	{"BEST ACC", "BEST", 4, false, func(r *Result, _ string) string { return accCell(r, r.BestTestAcc) }},
+	{"EPOCH TIME", "S/EPOCH", 3, false, epochTimeCell},
+	{"IMAGES/S", "IMG/S", 6, false, func(r *Result, _ string) string {
+		if r.ImagesPerSecond > 0 {
+			return fmt.Sprintf("%.0f", r.ImagesPerSecond)
+		}
+		return "-"
+	}},
+	{"PEAK DEV MEM/RANK", "PEAK MEM", 7, false, func(r *Result, _ string) string { return peakMem(r.PeakDeviceBytes) }},
+	{"STATUS", "STATUS", 0, false, func(r *Result, _ string) string { return string(r.Status) }},
+}
+
+// CompareTableWidth is CompareTable made to fit width columns (0: no
+// limit), as on a terminal of that width. A table wider than that uses
+// the short headers and leaves out columns until it fits: first those the
+// run label already says (plugin, precision, ranks), then, saying so in a
+// line under the table, the dataset, epoch time, best accuracy, epochs,
+// images/s and peak memory, in that order; the run, its final accuracy
+// and its status always stay (a table that cannot fit even so is printed
+// as it is). Errors under the table are cut to the table's width.
+func CompareTableWidth(rs []*Result, width int) string {
 	var b strings.Builder
-	header := []string{"RUN", "PLUGIN", "PRECISION", "RANKS", "DATASET", "EPOCHS", "FINAL ACC",
-		"BEST ACC", "EPOCH TIME", "IMAGES/S", "PEAK DEV MEM/RANK", "STATUS"}
-	rows := [][]string{header}
 	multiSpec := hasSeveralSpecs(rs)
-	for _, r := range rs {
-		rows = append(rows, compareRow(r, multiSpec))
+	cols := slices.Clone(compareColumns)
+	table := func(short bool) [][]string {
+		header := make([]string, len(cols))
+		for i, c := range cols {
+			if header[i] = c.name; short {
+				header[i] = c.short
+			}
+		}
+		rows := [][]string{header}
+		for _, r := range rs {
+			row := make([]string, len(cols))
+			for i, c := range cols {
+				row[i] = c.cell(r, runLabel(r, multiSpec))
+			}
+			rows = append(rows, row)
+		}
+		return rows
 	}
-	width := writeAligned(&b, rows) // the header alone is over 100 columns
+	rows := table(false)
+	var left []string // the columns left out that the labels do not say
+	if width > 0 && alignedWidth(rows) > width {
+		for level := 1; level <= 7 && alignedWidth(table(true)) > width; level++ {
+			cols = slices.DeleteFunc(cols, func(c compareColumn) bool {
+				if c.drop == level && !c.implied {
+					left = append(left, strings.ToLower(c.short)+sameValue(rs, c, multiSpec))
+				}
+				return c.drop == level
+			})
+		}
+		rows = table(true)
+	}
+	tw := writeAligned(&b, rows) // the full header alone is over 100 columns
+	if len(left) > 0 {
+		fmt.Fprintf(&b, "(left out to fit %d columns: %s)\n", width, strings.Join(left, ", "))
+	}
 	for _, r := range rs {
 		if r.Error != "" {
-			b.WriteString(clipLine(runLabel(r, multiSpec)+": "+r.Error, width) + "\n")
+			b.WriteString(clipLine(runLabel(r, multiSpec)+": "+r.Error, tw) + "\n")
 		}
 	}
 	return b.String()
+}
+
+// sameValue is " V" when column c holds V in every row, else "": a column
+// left out that says one thing says it in the note.
+func sameValue(rs []*Result, c compareColumn, multiSpec bool) string {
+	v := c.cell(rs[0], runLabel(rs[0], multiSpec))
+	for _, r := range rs[1:] {
+		if c.cell(r, runLabel(r, multiSpec)) != v {
+			return ""
+		}
+	}
+	return " " + v
+}
+
+// accCell is an accuracy, "-" before any epoch ended.
+func accCell(r *Result, acc float64) string {
+	if len(r.EpochResults) == 0 {
+		return "-"
+	}
+	return pct(acc)
+}
+
+// epochTimeCell is the mean time of the epochs trained, "-" before one ended.
+func epochTimeCell(r *Result, _ string) string {
+	if len(r.EpochResults) == 0 {
+		return "-"
+	}
+	var sum float64
+	for _, e := range r.EpochResults {
+		sum += e.Seconds
+	}
+	return fmt.Sprintf("%.1fs", sum/float64(len(r.EpochResults)))
 }
 
 // clipLine puts s on one line of at most width characters (the table's), ending with an
@@ -173,30 +276,6 @@ func runLabel(r *Result, withSpec bool) string {
 	return r.Run
 }
 
-func compareRow(r *Result, multiSpec bool) []string {
-	done := len(r.EpochResults)
-	final, epochTime := "-", "-"
-	if done > 0 {
-		final = pct(r.FinalTestAcc)
-		var sum float64
-		for _, e := range r.EpochResults {
-			sum += e.Seconds
-		}
-		epochTime = fmt.Sprintf("%.1fs", sum/float64(done))
-	}
-	best := "-"
-	if done > 0 {
-		best = pct(r.BestTestAcc)
-	}
-	ips := "-"
-	if r.ImagesPerSecond > 0 {
-		ips = fmt.Sprintf("%.0f", r.ImagesPerSecond)
-	}
-	return []string{runLabel(r, multiSpec), r.Plugin, r.Precision, fmt.Sprint(r.WorldSize), r.Dataset,
-		fmt.Sprintf("%d/%d", done, r.Epochs), final, best, epochTime, ips, peakMem(r.PeakDeviceBytes),
-		string(r.Status)}
-}
-
 func pct(f float64) string { return fmt.Sprintf("%.2f%%", 100*f) }
 
 // peakMem is the largest per-rank device peak ("-" when none was measured).
@@ -211,30 +290,42 @@ func peakMem(peaks []int64) string {
 	return spec.FormatSize(m)
 }
 
-// writeAligned writes rows as left-aligned columns two spaces apart and
-// returns the width of the widest line.
-func writeAligned(b *strings.Builder, rows [][]string) int {
+// columnWidths is the widest cell of every column.
+func columnWidths(rows [][]string) []int {
 	width := make([]int, len(rows[0]))
 	for _, row := range rows {
 		for i, c := range row {
-			width[i] = max(width[i], len(c))
+			width[i] = max(width[i], utf8.RuneCountInString(c))
 		}
 	}
-	for _, row := range rows {
-		line := ""
-		for i, c := range row {
-			line += c
-			if i < len(row)-1 {
-				line += strings.Repeat(" ", width[i]-len(c)+2)
-			}
-		}
-		b.WriteString(line + "\n")
-	}
+	return width
+}
+
+// alignedWidth is the width of the widest line writeAligned writes.
+func alignedWidth(rows [][]string) int {
+	width := columnWidths(rows)
 	total := 2 * (len(width) - 1)
 	for _, w := range width {
 		total += w
 	}
 	return total
+}
+
+// writeAligned writes rows as left-aligned columns two spaces apart and
+// returns the width of the widest line.
+func writeAligned(b *strings.Builder, rows [][]string) int {
+	width := columnWidths(rows)
+	for _, row := range rows {
+		line := ""
+		for i, c := range row {
+			line += c
+			if i < len(row)-1 {
+				line += strings.Repeat(" ", width[i]-utf8.RuneCountInString(c)+2)
+			}
+		}
+		b.WriteString(line + "\n")
+	}
+	return alignedWidth(rows)
 }
 
 // GeminiMemStats is one rank's Gemini memory statistics over a run.

@@ -191,3 +191,62 @@ func TestClipLine(t *testing.T) {
 		}
 	}
 }
+
+// smokeResults are the four runs of experiments/smoke.toml as they end.
+func smokeResults(last Status) []*Result {
+	var rs []*Result
+	for i, id := range []string{"torch_ddp-fp32-1", "torch_ddp-fp16-1", "low_level_zero-fp16-1", "gemini-fp16-1"} {
+		parts := strings.Split(id, "-")
+		rs = append(rs, &Result{Run: id, Spec: "smoke", Plugin: parts[0], Precision: parts[1], WorldSize: 1,
+			Dataset: "synthetic", Epochs: 6, Status: StatusDone,
+			EpochResults: []EpochResult{{1, 2, 0.5, 2.25}, {2, 1.5, 0.8240, 2.5}}, FinalTestAcc: 0.824, BestTestAcc: 0.824,
+			ImagesPerSecond: 1219 + float64(i), PeakDeviceBytes: []int64{28217221}})
+	}
+	rs[3].Status = last
+	return rs
+}
+
+// On a terminal of 80 columns the compare table fits: short headers, the
+// columns the run label says (plugin, precision, ranks) left out, then
+// the least useful ones, named under the table; the run, final accuracy
+// and status always stay. Without a width, or where the whole table fits,
+// it is CompareTable's.
+func TestCompareTableWidthFits(t *testing.T) {
+	done := smokeResults(StatusDone)
+	got := CompareTableWidth(done, 80)
+	want := "" +
+		"RUN                    EPOCHS  FINAL   BEST    S/EPOCH  IMG/S  PEAK MEM   STATUS\n" +
+		"torch_ddp-fp32-1       2/6     82.40%  82.40%  2.4s     1219   26.91 MiB  done\n" +
+		"torch_ddp-fp16-1       2/6     82.40%  82.40%  2.4s     1220   26.91 MiB  done\n" +
+		"low_level_zero-fp16-1  2/6     82.40%  82.40%  2.4s     1221   26.91 MiB  done\n" +
+		"gemini-fp16-1          2/6     82.40%  82.40%  2.4s     1222   26.91 MiB  done\n" +
+		"(left out to fit 80 columns: dataset synthetic)\n"
+	if got != want {
+		t.Fatalf("80 columns:\n%s\nwant\n%s", got, want)
+	}
+	// "interrupted" is wider than "done": the epoch time goes too.
+	got = CompareTableWidth(smokeResults(StatusInterrupted), 80)
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if lines[0] != "RUN                    EPOCHS  FINAL   BEST    IMG/S  PEAK MEM   STATUS" ||
+		lines[len(lines)-1] != "(left out to fit 80 columns: dataset synthetic, s/epoch 2.4s)" {
+		t.Errorf("80 columns, one run interrupted:\n%s", got)
+	}
+	for _, l := range lines {
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("line of %d columns: %q", n, l)
+		}
+	}
+	if got := CompareTableWidth(done, 0); got != CompareTable(done) {
+		t.Errorf("width 0 changed the table:\n%s", got)
+	}
+	if got := CompareTableWidth(done, 200); got != CompareTable(done) {
+		t.Errorf("a table that fits 200 columns changed:\n%s", got)
+	}
+	// Too narrow for anything but the three kept columns: those, as they are.
+	got = CompareTableWidth(done, 20)
+	if lines := strings.Split(got, "\n"); lines[0] != "RUN                    FINAL   STATUS" ||
+		lines[1] != "torch_ddp-fp32-1       82.40%  done" ||
+		!strings.Contains(got, "\n(left out to fit 20 columns: dataset synthetic, s/epoch 2.4s, best 82.40%, epochs 2/6, img/s, peak mem 26.91 MiB)\n") {
+		t.Errorf("20 columns:\n%s", got)
+	}
+}

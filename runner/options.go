@@ -2,6 +2,9 @@ package runner
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+
 	"resnetlab/ckpt"
 	"resnetlab/comm"
 	"resnetlab/spec"
@@ -13,6 +16,7 @@ type RunOptions struct {
 	Resume     ckpt.Ref // non-zero: resume every run from this checkpoint instead of the spec's resume
 	Device     string   // "auto", "cpu" or "cuda" instead of the spec's device; "" keeps it
 	ResultsDir string   // instead of the spec's results_dir; "" keeps it
+	Runs       []string // non-empty: train only these runs (cell IDs) of the grid, in the grid's order
 	Headless   bool     // no TUI is attached (events go to the headless printer)
 	// StayOpen keeps RunSpec serving commands after the last run has
 	// finished, so that a front end can re-open a finished run with
@@ -91,7 +95,31 @@ func (o RunOptions) override(s *spec.Spec) (*spec.Spec, []spec.Cell, []spec.Reje
 	if err != nil {
 		return nil, nil, rejected, err
 	}
+	if cells, err = selectRuns(&c, cells, o.Runs); err != nil {
+		return nil, nil, rejected, err
+	}
 	return &c, cells, rejected, nil
+}
+
+// selectRuns keeps the cells --run names (all of them when it names none),
+// in the grid's order; a name that is no run of the grid is an error that
+// lists the runs there are.
+func selectRuns(s *spec.Spec, cells []spec.Cell, ids []string) ([]spec.Cell, error) {
+	if len(ids) == 0 {
+		return cells, nil
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		if !slices.ContainsFunc(cells, func(c spec.Cell) bool { return c.ID == id }) {
+			have := make([]string, len(cells))
+			for i, c := range cells {
+				have[i] = c.ID
+			}
+			return nil, fmt.Errorf("--run %q: %s has no run %q (its runs: %s)", id, s.File, id, strings.Join(have, ", "))
+		}
+		want[id] = true
+	}
+	return slices.DeleteFunc(slices.Clone(cells), func(c spec.Cell) bool { return !want[c.ID] }), nil
 }
 
 // EvalOptions says which checkpoint Eval measures and on what.

@@ -124,7 +124,8 @@ import "resnetlab/engine"
 //
 // A size is a byte count: an integer, or a string such as "512MiB", "2GiB",
 // "1.5GB", "64KiB" (KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB of 1000,
-// B or no unit is bytes).
+// B or no unit is bytes). It is never negative and takes no sign or
+// exponent ("1e3MB" is refused, naming "1000MB" instead).
 //
 // When the file has neither [grid] nor [[run]], the spec has one run:
 // torch_ddp, fp32, 1 GPU (the example's defaults).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -355,12 +356,17 @@ func (d *decoder) sizeVal(path string, p toml.Primitive, dst *int64, allowAuto b
 		want = `"auto" or ` + want
 	}
 	var n int64
+	var shown string // the value as written, for the messages
 	switch x := v.(type) {
 	case int64:
-		n = x
+		n, shown = x, strconv.FormatInt(x, 10)
 	case string:
-		if allowAuto && x == "auto" {
-			*dst = 0
+		if x == "auto" {
+			if allowAuto {
+				*dst = 0
+				return
+			}
+			d.errf(path, "\"auto\" is not a size here (want %s)", want)
 			return
 		}
 		var err error
@@ -368,15 +374,16 @@ func (d *decoder) sizeVal(path string, p toml.Primitive, dst *int64, allowAuto b
 			d.errf(path, "%v (want %s)", err, want)
 			return
 		}
+		shown = strconv.Quote(x)
 	default:
 		d.wrongType(path, v, want)
 		return
 	}
 	switch {
 	case n < 0:
-		d.errf(path, "%d is negative (want %s)", n, want)
+		d.errf(path, "size %s must not be negative (want %s)", shown, want)
 	case n == 0 && allowAuto: // 0 would silently mean "auto"
-		d.errf(path, "size 0 (want \"auto\" or a positive size)")
+		d.errf(path, "size %s is 0 bytes (want \"auto\" or a positive size)", shown)
 	default:
 		*dst = n
 	}

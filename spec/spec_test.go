@@ -200,8 +200,13 @@ var specErrCases = []specErrCase{
 	{"zero stage", "[zero]\nstage = 3\n", "t.toml:2: key `zero.stage`: ", "3 is not allowed (want 1 or 2)"},
 	{"budget unit", "[gemini]\ndevice_budget = \"2XB\"\n", "t.toml:2: key `gemini.device_budget`: ", `unknown unit "XB"`},
 	{"budget type", "[gemini]\ndevice_budget = true\n", "t.toml:2: key `gemini.device_budget`: ", "got the boolean true"},
-	{"budget negative", "[gemini]\ndevice_budget = -5\n", "t.toml:2: key `gemini.device_budget`: ", "-5 is negative"},
-	{"chunk zero", "[gemini]\nchunk_size = \"0\"\n", "t.toml:2: key `gemini.chunk_size`: ", "size 0 (want \"auto\" or a positive size)"},
+	{"budget negative", "[gemini]\ndevice_budget = -5\n", "t.toml:2: key `gemini.device_budget`: ", "size -5 must not be negative (want"},
+	{"budget negative string", "[gemini]\ndevice_budget = \"-5MiB\"\n", "t.toml:2: key `gemini.device_budget`: ", `size "-5MiB" must not be negative (want a size like "512MiB"`},
+	{"budget exponent", "[gemini]\ndevice_budget = \"1e3MB\"\n", "t.toml:2: key `gemini.device_budget`: ", `size "1e3MB" is in exponent notation, which sizes do not take (write "1000MB")`},
+	{"budget auto", "[gemini]\ndevice_budget = \"auto\"\n", "t.toml:2: key `gemini.device_budget`: ", `"auto" is not a size here (want a size like`},
+	{"chunk zero", "[gemini]\nchunk_size = \"0\"\n", "t.toml:2: key `gemini.chunk_size`: ", `size "0" is 0 bytes (want "auto" or a positive size)`},
+	{"chunk zero unit", "[gemini]\nchunk_size = \"0MiB\"\n", "t.toml:2: key `gemini.chunk_size`: ", `size "0MiB" is 0 bytes (want "auto" or a positive size)`},
+	{"chunk zero int", "[gemini]\nchunk_size = 0\n", "t.toml:2: key `gemini.chunk_size`: ", `size 0 is 0 bytes (want "auto" or a positive size)`},
 	{"placement", "[gemini]\nplacement = \"cpu\"\n", "t.toml:2: key `gemini.placement`: ", `(want "static" or "auto")`},
 	{"frac", "[gemini]\noffload_optim_frac = 1.5\n", "t.toml:2: key `gemini.offload_optim_frac`: ", "want a number in [0, 1]"},
 	{"prefetch", "[gemini]\nmax_prefetch = -1\n", "t.toml:2: key `gemini.max_prefetch`: ", "out of range"},
@@ -283,9 +288,27 @@ func TestParseSize(t *testing.T) {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "GiB", "2XB", "0.5B", "-1", "1e3", "1..2GiB", "99999999TiB"} {
-		if got, err := ParseSize(in); err == nil {
-			t.Errorf("ParseSize(%q) = %d, want an error", in, got)
+	// Each refusal says in words what is wrong with the size as written.
+	bad := map[string]string{
+		"":            `size "" is empty`,
+		"GiB":         `size "GiB" does not start with a number`,
+		"2XB":         `size "2XB" has unknown unit "XB" (want B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)`,
+		"5 XB":        `size "5 XB" has unknown unit "XB" (want B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)`,
+		"0.5B":        `size "0.5B" is not a whole number of bytes`,
+		"-1":          `size "-1" must not be negative`,
+		"-5MiB":       `size "-5MiB" must not be negative`,
+		" -0.5 GiB":   `size " -0.5 GiB" must not be negative`,
+		"+5MiB":       `size "+5MiB" starts with a sign (write "5MiB")`,
+		"1e3":         `size "1e3" is in exponent notation, which sizes do not take (write "1000")`,
+		"1e3MB":       `size "1e3MB" is in exponent notation, which sizes do not take (write "1000MB")`,
+		"2.5E+2 KiB":  `size "2.5E+2 KiB" is in exponent notation, which sizes do not take (write "250KiB")`,
+		"1e-3GB":      `size "1e-3GB" is in exponent notation, which sizes do not take (write the number out, with a unit: B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)`,
+		"1..2GiB":     `size "1..2GiB": "1..2" is not a number`,
+		"99999999TiB": `size "99999999TiB" is too large (want less than 4 EiB)`,
+	}
+	for in, want := range bad {
+		if got, err := ParseSize(in); err == nil || err.Error() != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want the error %s", in, got, err, want)
 		}
 	}
 }

@@ -65,7 +65,16 @@ func TestResumeFinishedRunAfterRunnerExited(t *testing.T) {
 		t.Fatalf("sent %v to an exited runner", sent)
 	}
 	want := "resnetlab run --resume 4 experiments/zero.toml"
-	if !strings.Contains(m.notice.text, id+" has finished and the runner has exited") || !strings.Contains(m.notice.text, want) {
+	if !strings.Contains(m.notice.text, id+" has finished and the runner has exited") || !strings.HasSuffix(m.notice.text, want) {
+		t.Fatalf("notice %q, want the command %q", m.notice.text, want)
+	}
+	// In a grid of several runs the command names the run: --resume alone
+	// would resume every run of the spec.
+	m = New(Options{Runs: testGrid()[:2], SpecFile: "experiments/zero.toml", Send: func(string, runner.Command) {}})
+	id = m.runs[1].info.ID
+	m.runs[1].status, m.closed = stDone, true
+	m.resumeFrom(id, ckpt.Ref{Epoch: 3, Step: 7})
+	if want := "resnetlab run --resume 3@7 --run " + id + " experiments/zero.toml"; !strings.HasSuffix(m.notice.text, want) {
 		t.Fatalf("notice %q, want the command %q", m.notice.text, want)
 	}
 }

@@ -188,8 +188,12 @@ func (m *Model) resumeFrom(id string, ref ckpt.Ref) {
 		if spec == "" {
 			spec = "SPEC"
 		}
+		only := "" // one run of several: --run names it, or every run would resume
+		if len(m.runs) > 1 {
+			only = " --run " + id
+		}
 		m.notice = note("%s has finished and the runner has exited · to train from %s again: "+
-			"resnetlab run --resume %s %s (resumes every run of the spec)", id, ref.Describe(), ref, spec)
+			"resnetlab run --resume %s%s %s", id, ref.Describe(), ref, only, spec)
 	case r.status.finished():
 		m.send(id, runner.ResumeFrom(ref))
 		m.asked[id] = ref

@@ -109,8 +109,11 @@ func parseBudgets(list string) ([]runner.BenchBudget, error) {
 			continue
 		}
 		b, err := spec.ParseSize(f)
-		if err != nil || b <= 0 {
-			return nil, fmt.Errorf("--budget %q: want a size (e.g. 139MB) or a fraction 1/N", f)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("--budget %q: %v (want a size, e.g. 139MB, or a fraction 1/N)", f, err)
+		case b <= 0:
+			return nil, fmt.Errorf("--budget %q: a budget of 0 bytes (want a size, e.g. 139MB, or a fraction 1/N)", f)
 		}
 		out = append(out, runner.BenchBudget{Bytes: b})
 	}

@@ -98,3 +98,16 @@ func TestBenchGeminiBudgets(t *testing.T) {
 		}
 	}
 }
+
+// A bad --budget size says what is wrong with it, as the spec's sizes do.
+func TestParseBudgetsSaysWhy(t *testing.T) {
+	for in, want := range map[string]string{
+		"-5MiB": `--budget "-5MiB": size "-5MiB" must not be negative (want a size, e.g. 139MB, or a fraction 1/N)`,
+		"1e3MB": `--budget "1e3MB": size "1e3MB" is in exponent notation, which sizes do not take (write "1000MB") (want a size, e.g. 139MB, or a fraction 1/N)`,
+		"0":     `--budget "0": a budget of 0 bytes (want a size, e.g. 139MB, or a fraction 1/N)`,
+	} {
+		if _, err := parseBudgets(in); err == nil || err.Error() != want {
+			t.Errorf("parseBudgets(%q): %v\nwant %s", in, err, want)
+		}
+	}
+}

@@ -25,7 +25,7 @@ func (c *cli) cmdCompare(ctx context.Context, args []string) int {
 	}
 	results, err := report.ReadResults(files)
 	if len(results) > 0 {
-		fmt.Fprint(c.stdout, report.CompareTable(results))
+		fmt.Fprint(c.stdout, report.CompareTableWidth(results, c.width(c.stdout)))
 	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "resnetlab compare: %v\n", err)

@@ -21,6 +21,7 @@ func (c *cli) cmdRun(ctx context.Context, args []string) int {
 	fs.Var(refFlag{&opts.Resume}, "resume", "")
 	fs.StringVar(&opts.Device, "device", "", "")
 	fs.StringVar(&opts.ResultsDir, "results", "", "")
+	fs.Var(listFlag{&opts.Runs}, "run", "")
 	pos, done, code := c.parseArgs(fs, runUsage, args)
 	if done {
 		return code
@@ -66,12 +67,13 @@ func (c *cli) cmdRun(ctx context.Context, args []string) int {
 	if !opts.Headless {
 		opts.Headless = c.fallBackToHeadless()
 	}
+	inv := newInvocation(fs, pos[0], opts)
 	if world != nil && world.Rank() != 0 { // rank 0 prints the run; the others only their failure
 		q := *c
 		q.stdout = io.Discard
-		return q.execute(ctx, sp, cells, opts)
+		return q.execute(ctx, sp, cells, opts, inv)
 	}
-	return c.execute(ctx, sp, cells, opts)
+	return c.execute(ctx, sp, cells, opts, inv)
 }
 
 // fallBackToHeadless says why the UI cannot be shown, if it cannot.
@@ -88,7 +90,11 @@ func (c *cli) fallBackToHeadless() bool {
 }
 
 // execute runs the spec with its front end and returns the exit code.
-func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opts runner.RunOptions) int {
+// Once the runs have ended it prints, headless and after the UI alike, the
+// comparison table (fitted to the terminal's width), where the figure
+// went, after an interrupt how to go on (inv: how run was called), and
+// last the outcome's line.
+func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opts runner.RunOptions, inv invocation) int {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	events := make(chan runner.Event, 1024)
@@ -102,17 +108,23 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 		runErr <- c.runSpec(ctx, sp, opts, events, cmds)
 		close(events) // RunSpec never closes it: its sender is done now
 	}()
+	ids := make([]string, len(cells))
+	for i, cell := range cells {
+		ids[i] = cell.ID
+	}
+	prog := newProgress(ids)
 	var failed []string // the runs whose failure the front end showed
 	uiFailed := false
 	var t *tee // the UI's copy of the events
 	if opts.Headless {
 		h := newHeadless(c.stdout, c.now)
+		h.progress = prog
 		h.consume(events)
-		h.summary()
+		h.summary(c.width(c.stdout))
 		failed = h.failed
 		c.writePlots(sp, opts, h.results)
 	} else {
-		t = newTee(events)
+		t = newTee(events, prog)
 		uiErr := c.tui(ctx, sp, cells, t.out, cmds)
 		t.stopForwarding()
 		cancel(errUIQuit) // the user quit (Ctrl-C; q has stopped the runs): stop whatever still runs
@@ -120,33 +132,61 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 			fmt.Fprintf(c.stderr, "resnetlab: terminal UI: %v\n", uiErr)
 			uiFailed = true
 		}
-		defer func() { // once the runs have ended: the same table as headless
-			if table := t.summary(); table != "" {
-				fmt.Fprintf(c.stdout, "\n%s", table)
-			}
-			c.writePlots(sp, opts, t.results)
-		}()
 	}
 	err := <-runErr
-	if !opts.Headless {
+	if !opts.Headless { // once the runs have ended: the same table as headless
 		failed = t.failedRuns()
+		c.summaryAfterUI(t.results)
+		c.writePlots(sp, opts, t.results)
 	}
 	switch {
 	case errors.Is(err, context.Canceled) && (ctx.Err() != nil || opts.World != nil):
+		if opts.World == nil { // a world's ranks go on with the launcher's own command line
+			fmt.Fprint(c.stdout, prog.howToContinue(inv, c.width(c.stdout)))
+		}
 		// In a world, a rank stops with the rank that was interrupted: say so.
 		msg := "interrupted"
 		if ctx.Err() == nil {
 			msg = clipLines(err.Error(), maxErrLines)
 		}
-		fmt.Fprintf(c.stderr, "resnetlab run: %s\n", msg)
+		c.lastWord("resnetlab run: " + msg)
 		return exitInterrupted
 	case err != nil:
-		fmt.Fprintf(c.stderr, "resnetlab run: %s\n", failureLine(err, opts, failed, len(cells)))
+		c.lastWord("resnetlab run: " + failureLine(err, opts, failed, len(cells)))
 		return exitFailed
 	case len(failed) > 0 || uiFailed:
 		return exitFailed
 	}
 	return exitOK
+}
+
+// lastWord prints run's closing line on stderr, wrapped to the terminal,
+// never cut.
+func (c *cli) lastWord(line string) {
+	fmt.Fprintln(c.stderr, wrapText(line, c.width(c.stderr), "  "))
+}
+
+// summaryAfterUI prints, once the UI has quit, the table headless prints
+// (fitted to the terminal), then every error of a run in it whole,
+// wrapped to the terminal's width: the UI that showed them has gone, and
+// a table's width would cut the end of a message, often what to do.
+func (c *cli) summaryAfterUI(results []*report.Result) {
+	if len(results) == 0 {
+		return
+	}
+	rs := make([]*report.Result, len(results))
+	for i, r := range results {
+		cp := *r
+		cp.Error = ""
+		rs[i] = &cp
+	}
+	w := c.width(c.stdout)
+	fmt.Fprintf(c.stdout, "\n%s", report.CompareTableWidth(rs, w))
+	for _, r := range results {
+		if r.Error != "" {
+			fmt.Fprintln(c.stdout, wrapText(r.Run+": "+clipLines(r.Error, maxErrLines), w, "  "))
+		}
+	}
 }
 
 // failureLine is run's last word on a failed spec. A run's failure the
@@ -198,19 +238,21 @@ func (c *cli) writePlots(sp *spec.Spec, opts runner.RunOptions, results []*repor
 // stops forwarding (nobody reads) but keeps reading, so the runner never
 // blocks on a full channel while its runs wind down.
 type tee struct {
-	out     chan runner.Event
-	uiGone  chan struct{}
-	done    chan struct{}
-	results []*report.Result // owned by the tee's goroutine until done closes
-	failed  []string         // the runs that failed, as the UI showed them; owned likewise
+	out      chan runner.Event
+	uiGone   chan struct{}
+	done     chan struct{}
+	results  []*report.Result // owned by the tee's goroutine until done closes
+	failed   []string         // the runs that failed, as the UI showed them; owned likewise
+	progress *progress        // how far each run got; owned likewise
 }
 
-func newTee(in <-chan runner.Event) *tee {
-	t := &tee{out: make(chan runner.Event), uiGone: make(chan struct{}), done: make(chan struct{})}
+func newTee(in <-chan runner.Event, p *progress) *tee {
+	t := &tee{out: make(chan runner.Event), uiGone: make(chan struct{}), done: make(chan struct{}), progress: p}
 	go func() {
 		defer close(t.done)
 		defer close(t.out)
 		for ev := range in {
+			t.progress.note(ev)
 			if f, ok := ev.(runner.RunFinished); ok {
 				t.finished(f)
 			}
@@ -257,16 +299,6 @@ func (t *tee) keep(r *report.Result) {
 
 func (t *tee) stopForwarding() { close(t.uiGone) }
 
-// summary waits for the event stream to end and returns the comparison
-// table of this session's finished runs ("" when none finished).
-func (t *tee) summary() string {
-	<-t.done
-	if len(t.results) == 0 {
-		return ""
-	}
-	return report.CompareTable(t.results)
-}
-
 // refFlag reads --resume's E or E@S.
 type refFlag struct{ ref *ckpt.Ref }
 
@@ -280,4 +312,25 @@ func (f refFlag) String() string {
 func (f refFlag) Set(s string) (err error) {
 	*f.ref, err = ckpt.ParseRef(s)
 	return err
+}
+
+// listFlag reads a flag that may be given several times, each time one
+// value or several separated by commas (--run a,b --run c).
+type listFlag struct{ list *[]string }
+
+func (f listFlag) String() string {
+	if f.list == nil {
+		return ""
+	}
+	return strings.Join(*f.list, ",")
+}
+
+func (f listFlag) Set(s string) error {
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v == "" {
+			return fmt.Errorf("empty name in %q", s)
+		}
+		*f.list = append(*f.list, v)
+	}
+	return nil
 }

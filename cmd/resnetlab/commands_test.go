@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -107,7 +108,14 @@ func TestCompare(t *testing.T) {
 			t.Fatalf("%v: code %d, stdout\n%s\nstderr %s", args, code, out, errb)
 		}
 	}
+	// On a terminal of 80 columns, the table fitted to it.
 	c, out, errb := testCLI()
+	c.width = func(io.Writer) int { return 80 }
+	if code := runCLI(c, "compare", dir); code != exitOK || out.String() != report.CompareTableWidth([]*report.Result{a, b}, 80) ||
+		out.String() == want {
+		t.Fatalf("80 columns: code %d, stdout\n%s\nstderr %s", code, out, errb)
+	}
+	c, out, errb = testCLI()
 	missing := filepath.Join(dir, "missing.json")
 	if code := runCLI(c, "compare", report.ResultPath(dir, a), missing); code != exitFailed ||
 		!strings.Contains(out.String(), "gemini-fp16-1") || !strings.Contains(errb.String(), missing) {

@@ -27,6 +27,7 @@ type headless struct {
 	results  []*report.Result
 	failed   []string
 	shown    map[string]bool // runs whose error a line has printed: the table does not repeat it
+	progress *progress       // how far each run got, for what to run after an interrupt (nil: not kept)
 }
 
 func newHeadless(w io.Writer, now func() time.Time) *headless {
@@ -51,6 +52,9 @@ func (h *headless) printf(run, format string, args ...any) {
 }
 
 func (h *headless) handle(ev runner.Event) {
+	if h.progress != nil {
+		h.progress.note(ev)
+	}
 	switch e := ev.(type) {
 	case runner.RunQueued:
 		h.queued(e.Info)
@@ -211,10 +215,10 @@ func peakSize(n int64) string {
 	return spec.FormatSize(n)
 }
 
-// summary prints the comparison table of every finished run. A run's
-// error printed on its FAILED line is not repeated under the table: its
-// status column says failed.
-func (h *headless) summary() {
+// summary prints the comparison table of every finished run, fitted to
+// width columns (0: no limit). A run's error printed on its FAILED line
+// is not repeated under the table: its status column says failed.
+func (h *headless) summary(width int) {
 	if len(h.results) == 0 {
 		return
 	}
@@ -226,7 +230,7 @@ func (h *headless) summary() {
 			rs[i] = &c
 		}
 	}
-	fmt.Fprintf(h.w, "\n%s", report.CompareTable(rs))
+	fmt.Fprintf(h.w, "\n%s", report.CompareTableWidth(rs, width))
 }
 
 func pct(f float64) string { return runner.FormatAccuracy(f) }

@@ -62,7 +62,7 @@ using 2 GPUs
 		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
 	}
 	out.Reset()
-	h.summary()
+	h.summary(0)
 	if !strings.HasPrefix(out.String(), "\nRUN ") || !strings.Contains(out.String(), "gemini-fp16-2") {
 		t.Fatalf("summary:\n%s", out.String())
 	}

@@ -45,6 +45,8 @@ type cli struct {
 	eval           func(context.Context, runner.EvalOptions) (float64, []float64, error)
 	fetch          fetchFunc
 	tui            tuiFunc // nil when the TUI is not built in
+	// width is the columns of the terminal w writes to, 0 when it is none.
+	width func(w io.Writer) int
 	// checkPaths vets checkpoint and results directories before a run.
 	checkPaths func(*spec.Spec, []spec.Cell, runner.RunOptions) error
 }
@@ -58,6 +60,7 @@ func newCLI(stdout, stderr io.Writer) *cli {
 		eval:    runner.Eval,
 		fetch:   fetchData,
 		tui:     startTUI,
+		width:   terminalWidth,
 
 		checkPaths: checkPaths,
 	}
@@ -121,4 +124,19 @@ func init() { // in init: the run functions refer to commands for their usage
 		"import":  {importUsage, (*cli).cmdImport},
 		"report":  {reportUsage, (*cli).cmdReport},
 	}
+}
+
+// terminalWidth is the width of the terminal w is, 0 when w is no
+// terminal (a pipe, a file, a test's buffer): nothing is then wrapped or
+// narrowed.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(f.Fd()) {
+		return 0
+	}
+	width, _, err := term.GetSize(f.Fd())
+	if err != nil {
+		return 0
+	}
+	return width
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"resnetlab/ckpt"
 	"resnetlab/runner"
@@ -67,23 +69,40 @@ func checkResume(s *spec.Spec, c spec.Cell, from ckpt.Ref, fromFlag bool) error 
 		where, c.ID, from.Describe(), c.CheckpointDir, ckpt.JoinRefs(have))
 }
 
-// checkWritable creates dir if needed and writes and removes a probe file
-// in it: permissions, a read-only file system or a path through a regular
-// file all show up here.
+// checkWritable says why this user could not create dir (where it is
+// missing) and write in it, creating and writing nothing: a run that fails
+// these checks, or any later one, must leave the disk as it was. The
+// nearest existing ancestor of dir must be a directory (a path through a
+// regular file fails here) that this user may write in and search;
+// access(2) also reports a read-only file system.
 func checkWritable(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	p := filepath.Clean(dir)
+	for {
+		st, err := os.Stat(p)
+		switch {
+		case err == nil && !st.IsDir():
+			return fmt.Errorf("%s is not a directory", p)
+		case err == nil:
+			if err := syscall.Access(p, accessWrite|accessSearch); err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			return nil
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return err
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return err
+		}
+		p = parent
 	}
-	f, err := os.CreateTemp(dir, ".resnetlab-write-test-*")
-	if err != nil {
-		return err
-	}
-	name := f.Name()
-	_, werr := f.Write([]byte("ok\n"))
-	cerr := f.Close()
-	os.Remove(name)
-	return errors.Join(werr, cerr)
 }
+
+// access(2) modes (W_OK, X_OK).
+const (
+	accessWrite  = 0x2
+	accessSearch = 0x1
+)
 
 func joinInts(xs []int) string {
 	s := make([]string, len(xs))

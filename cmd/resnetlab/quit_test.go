@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"resnetlab/ckpt"
+	"resnetlab/report"
 	"resnetlab/runner"
 	"resnetlab/spec"
 )
@@ -77,5 +79,61 @@ func TestUIQuitRule(t *testing.T) {
 		if c.send == nil && !strings.Contains(out.String(), "torch_ddp-fp32-1: interrupted: ctrl+c in the terminal UI") {
 			t.Errorf("%s: the summary should say why the run stopped: %q", c.name, out)
 		}
+		// Then it says how to go on, and the commands it gives do.
+		cmds := continueCommands(t, out.String())
+		want := []string{"resnetlab run " + sp} // nothing saved: both train from the start, every run of the spec
+		if refs, _ := ckpt.ListRefs(filepath.Join(dir, "ck", "torch_ddp")); c.checkpoint && len(refs) == 1 {
+			want = []string{"resnetlab run --resume " + refs[0].String() + " --run torch_ddp-fp32-1 " + sp,
+				"resnetlab run --run gemini-fp16-1 " + sp}
+		}
+		if strings.Join(cmds, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s: commands to go on\n%s\nwant\n%s\nstdout\n%s", c.name, strings.Join(cmds, "\n"), strings.Join(want, "\n"), out)
+			continue
+		}
+		if c.name == "ctrl+c" { // the commands train the rest of the grid (once is enough)
+			for _, line := range cmds {
+				cl, cout, cerr := realCLI()
+				if code := runCLI(cl, strings.Fields(line)[1:]...); code != exitOK {
+					t.Errorf("%s: exit %d\nstdout\n%s\nstderr\n%s", line, code, cout, cerr)
+				}
+			}
+			if !hasDoneResults(t, filepath.Join(dir, "results"), "torch_ddp-fp32-1", "gemini-fp16-1") {
+				t.Errorf("%s: the commands given did not finish the grid", c.name)
+			}
+		}
 	}
+}
+
+// continueCommands are the indented command lines run prints after an
+// interrupt.
+func continueCommands(t *testing.T, out string) []string {
+	t.Helper()
+	var cmds []string
+	for _, l := range strings.Split(out, "\n") {
+		if cmd, ok := strings.CutPrefix(l, "    resnetlab run "); ok {
+			cmds = append(cmds, "resnetlab run "+cmd)
+		}
+	}
+	return cmds
+}
+
+// hasDoneResults reports whether dir holds a result of status done for
+// every run named.
+func hasDoneResults(t *testing.T, dir string, runs ...string) bool {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	rs, err := report.ReadResults(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := map[string]bool{}
+	for _, r := range rs {
+		done[r.Run] = r.Status == report.StatusDone
+	}
+	for _, r := range runs {
+		if !done[r] {
+			return false
+		}
+	}
+	return true
 }

@@ -72,12 +72,12 @@ func TestRunRefusesPathsItCannotUse(t *testing.T) {
 		frag string
 	}{
 		{"checkpoint", []string{"run", writeSpec(t, replaceDir(base, ck, bad+"/{plugin}"))},
-			fmt.Sprintf("exp.toml:8: key `checkpoint`: run torch_ddp-fp32-1 cannot write checkpoints in %q: mkdir %s: not a directory",
+			fmt.Sprintf("exp.toml:8: key `checkpoint`: run torch_ddp-fp32-1 cannot write checkpoints in %q: %s is not a directory",
 				bad+"/torch_ddp", file)},
 		{"results key", []string{"run", writeSpec(t, replaceDir(base, filepath.Join(dir, "res"), bad))},
-			fmt.Sprintf("exp.toml:9: key `results_dir`: cannot write results in %q: mkdir %s: not a directory", bad, file)},
+			fmt.Sprintf("exp.toml:9: key `results_dir`: cannot write results in %q: %s is not a directory", bad, file)},
 		{"results flag", []string{"run", "--results", bad, writeSpec(t, base)},
-			fmt.Sprintf("--results: cannot write results in %q: mkdir %s: not a directory", bad, file)},
+			fmt.Sprintf("--results: cannot write results in %q: %s is not a directory", bad, file)},
 		{"resume key", []string{"run", writeSpec(t, strings.Replace(longer, "interval = 1", "interval = 1\nresume = 3", 1))},
 			fmt.Sprintf("exp.toml:11: key `resume`: run torch_ddp-fp32-1: no checkpoint of epoch 3 in %q (checkpoints there: 1, 2)", ck)},
 		{"resume flag, no dir", []string{"run", "--resume", "1", writeSpec(t, tinyRun(t.TempDir(), ""))},
@@ -260,8 +260,9 @@ func TestInterruptCheckpointsAndExits130(t *testing.T) {
 	// is the interrupt's.
 	src := strings.Replace(tinyRun(dir, ""), "epochs = 2", "epochs = 1000", 1)
 	src = strings.Replace(src, "interval = 1", "interval = 1000", 1)
+	specPath := writeSpec(t, src)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMain$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "RNL_HELPER_MAIN=run\n--headless\n"+writeSpec(t, src))
+	cmd.Env = append(os.Environ(), "RNL_HELPER_MAIN=run\n--headless\n"+specPath)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -309,6 +310,13 @@ func TestInterruptCheckpointsAndExits130(t *testing.T) {
 	if !strings.Contains(all, saved) || !strings.Contains(all, "[torch_ddp-fp32-1] interrupted: ") ||
 		strings.Contains(all, "FAILED") {
 		t.Fatalf("stdout lacks %q or the interrupt line, or says FAILED:\n%s", saved, all)
+	}
+	// The end says which checkpoint the run has and the command that goes
+	// on from it, as the spec was given (the spec's one run: no --run).
+	goOn := fmt.Sprintf("torch_ddp-fp32-1 was interrupted; its last checkpoint, of %s, is in %s. To continue it:\n"+
+		"    resnetlab run --headless --resume %s %s\nresnetlab run: interrupted\n", have[0].Describe(), ck, have[0], specPath)
+	if !strings.HasSuffix(all+"\n"+stderr.String(), goOn) {
+		t.Fatalf("the output does not end with\n%s\nstdout:\n%s\nstderr:\n%s", goOn, all, &stderr)
 	}
 	m, o, s := have[0].Paths(ck)
 	for _, p := range []string{m, o, s} {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"resnetlab/report"
 	"resnetlab/runner"
 	"resnetlab/spec"
@@ -90,6 +92,83 @@ func checkFigures(t *testing.T, pngPath, svgPath string) {
 			break
 		} else if err != nil {
 			t.Fatalf("%s: not XML: %v", svgPath, err)
+		}
+	}
+}
+
+// After the UI quits on a failed run, on a terminal of 80 columns, the
+// run's error is printed whole, wrapped at spaces (never cut: a too-small
+// Gemini budget's message ends with the budget to set), under a table
+// that fits the 80 columns; the last line names the failed run.
+func TestUIEndPrintsWholeErrorsIn80Columns(t *testing.T) {
+	dir := t.TempDir()
+	sp := writeSpec(t, tinyRun(dir, "[grid]\nplugin = [\"gemini\"]\n[gemini]\ndevice_budget = \"1KiB\""))
+	cl, out, errb := realCLI()
+	cl.isTTY = func() bool { return true }
+	cl.width = func(io.Writer) int { return 80 }
+	var shown string // the error as the UI had it
+	cl.tui = func(ctx context.Context, s *spec.Spec, cells []spec.Cell, ev <-chan runner.Event, cmds chan<- runner.Command) error {
+		for e := range ev {
+			if f, ok := e.(runner.RunFinished); ok && f.Err != nil {
+				shown = f.Err.Error()
+				return nil
+			}
+		}
+		return nil
+	}
+	if code := runCLI(cl, "run", sp); code != exitFailed {
+		t.Fatalf("exit %d, want 1; stderr %s", code, errb)
+	}
+	if !strings.Contains(shown, `e.g. device_budget = "`) {
+		t.Fatalf("the run's error is not the too-small budget's: %q", shown)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	for _, l := range lines {
+		if n := ansi.StringWidth(l); n > 80 {
+			t.Errorf("a line of %d columns: %q", n, l)
+		}
+	}
+	// The table's header, its row, then the error from its first word to
+	// its last, continued on indented lines.
+	if len(lines) < 4 || lines[0] != "" || !strings.HasPrefix(lines[1], "RUN ") || !strings.HasPrefix(lines[2], "gemini-fp16-1 ") {
+		t.Fatalf("stdout:\n%s", out)
+	}
+	var errLines []string
+	for i, l := range lines[3:] {
+		if strings.HasPrefix(l, "(left out to fit") && i == 0 {
+			continue
+		}
+		errLines = append(errLines, l)
+	}
+	joined := strings.ReplaceAll(strings.Join(errLines, "\n"), "\n  ", " ")
+	if want := "gemini-fp16-1: " + strings.Join(strings.Fields(shown), " "); joined != want {
+		t.Errorf("the error after the UI:\n%s\nwant it whole:\n%s", strings.Join(errLines, "\n"), want)
+	}
+	if errb.String() != "resnetlab run: 1 of 1 run failed: gemini-fp16-1\n" {
+		t.Errorf("stderr %q", errb)
+	}
+}
+
+// Headless on a terminal of 80 columns, the table at the end fits them.
+func TestHeadlessTableFits80Columns(t *testing.T) {
+	sp, _ := quitSpec(t)
+	cl, out, errb := realCLI()
+	cl.width = func(io.Writer) int { return 80 }
+	if code := runCLI(cl, "run", "--headless", sp); code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errb)
+	}
+	_, table, ok := strings.Cut(out.String(), "\n\nRUN ")
+	if !ok {
+		t.Fatalf("no table:\n%s", out)
+	}
+	table, _, _ = strings.Cut(table, "\ncomparison figure: ")
+	lines := strings.Split("RUN "+table, "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[1], "torch_ddp-fp32-1 ") || !strings.HasPrefix(lines[2], "gemini-fp16-1 ") {
+		t.Fatalf("table:\n%s", table)
+	}
+	for _, l := range lines {
+		if n := ansi.StringWidth(l); n > 80 {
+			t.Errorf("a line of %d columns: %q", n, l)
 		}
 	}
 }

@@ -28,7 +28,7 @@ Examples:
 Run 'resnetlab help <command>' or 'resnetlab <command> --help' for details.
 `
 
-const runUsage = `Usage: resnetlab run [--headless] [--resume E|E@S] [--device cpu|cuda|auto] [--results DIR] SPEC
+const runUsage = `Usage: resnetlab run [--headless] [--resume E|E@S] [--run ID,...] [--device cpu|cuda|auto] [--results DIR] SPEC
 
 Trains every run of the experiment spec SPEC (a TOML file, see experiments/)
 and writes each run's result to <results_dir>/<spec>-<run>.json. Invalid grid
@@ -44,15 +44,22 @@ Flags:
   --resume E@S       ... or from its mid-epoch checkpoint S steps into epoch E
                      (c key or Ctrl-C; files model_E-stepS.pth ...)
                      (default: the spec's resume key; 0 there means a fresh start)
+  --run ID[,ID...]   train only these runs of the grid (IDs as the runs are
+                     named: PLUGIN-PRECISION-GPUS, e.g. gemini-fp16-1); may
+                     be repeated (default: every run)
   --device NAME      auto (GPUs when present, else CPU), cpu or cuda
                      (default: the spec's device key)
   --results DIR      write result files to DIR (default: the spec's results_dir)
+
+After an interrupt (Ctrl-C, q) it prints, for every run that did not
+finish, the command line that continues it from its checkpoint (or trains
+it from the start when it has none).
 
 Examples:
   resnetlab run experiments/zero.toml
   resnetlab run --headless --device cpu experiments/smoke.toml
   resnetlab run --resume 40 experiments/zero.toml
-  resnetlab run --resume 41@120 experiments/zero.toml
+  resnetlab run --resume 41@120 --run gemini-fp16-1 experiments/zero.toml
 `
 
 const launchUsage = `Usage: resnetlab launch --nproc-per-node N [--nnodes M --node-rank R] [--master-addr A] [--master-port P] [--headless] SPEC

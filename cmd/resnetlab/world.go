@@ -54,5 +54,8 @@ func fingerprint(specPath string, opts runner.RunOptions) (string, error) {
 	fmt.Fprintf(h, "\x00spec %d\x00", len(spec))
 	h.Write(spec)
 	fmt.Fprintf(h, "\x00resume %d device %q", opts.Resume, opts.Device)
+	if len(opts.Runs) > 0 {
+		fmt.Fprintf(h, " runs %q", opts.Runs)
+	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
