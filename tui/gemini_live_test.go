@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"resnetlab/runner"
-	"resnetlab/spec"
 )
 
 // The chunk and memory panes, fed the events of a real budgeted Gemini run
@@ -83,8 +81,7 @@ var countRE = regexp.MustCompile(`[A-Z] ([A-Z_]+) (\d+)`)
 // returns every event it sent.
 func geminiEvents(t *testing.T, extra string) []runner.Event {
 	t.Helper()
-	dir := t.TempDir()
-	src := fmt.Sprintf(`
+	s, _ := tempSpec(t, "panes", `
 name = "panes"
 dataset = "synthetic"
 width = 8
@@ -92,8 +89,6 @@ epochs = 1
 batch_size = 2
 lr = 2e-3
 device = "cpu"
-checkpoint = %q
-results_dir = %q
 
 [synthetic]
 train = 8
@@ -107,11 +102,7 @@ precision = "fp16"
 [gemini]
 placement = "auto"
 chunk_size = "72KiB"
-%s`, filepath.Join(dir, "ckpt"), filepath.Join(dir, "results"), extra)
-	s, err := spec.Parse(filepath.Join(dir, "panes.toml"), []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
+`+extra)
 	events := make(chan runner.Event, 1024)
 	var got []runner.Event
 	done := make(chan struct{})
@@ -121,7 +112,7 @@ chunk_size = "72KiB"
 		}
 		close(done)
 	}()
-	err = runner.RunSpec(context.Background(), s, runner.RunOptions{}, events, nil)
+	err := runner.RunSpec(context.Background(), s, runner.RunOptions{}, events, nil)
 	close(events)
 	<-done
 	if err != nil {

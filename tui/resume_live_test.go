@@ -55,25 +55,30 @@ func TestResumeWhilePausedTrainsOn(t *testing.T) {
 
 // liveSpec is a run of two epochs of 6 steps that saves every epoch.
 func liveSpec(t *testing.T) (*spec.Spec, string) {
-	t.Helper()
-	dir := t.TempDir()
-	src := fmt.Sprintf(`
+	return tempSpec(t, "live", `
 name = "live"
 dataset = "synthetic"
 width = 4
 epochs = 2
 batch_size = 20
 device = "cpu"
-checkpoint = %q
-results_dir = %q
 interval = 1
 
 [synthetic]
 train = 120
 test = 50
 seed = 3
-`, filepath.Join(dir, "ckpt"), filepath.Join(dir, "results"))
-	s, err := spec.Parse(filepath.Join(dir, "live.toml"), []byte(src))
+`)
+}
+
+// tempSpec parses body as the spec file NAME.toml of a fresh directory,
+// with its checkpoint and results_dir in that directory, and returns the
+// spec and the directory.
+func tempSpec(t *testing.T, name, body string) (*spec.Spec, string) {
+	t.Helper()
+	dir := t.TempDir()
+	src := fmt.Sprintf("checkpoint = %q\nresults_dir = %q\n%s", filepath.Join(dir, "ckpt"), filepath.Join(dir, "results"), body)
+	s, err := spec.Parse(filepath.Join(dir, name+".toml"), []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
