@@ -70,11 +70,14 @@ type MemoryUsage struct {
 	// done, and steps done into the next. In a world of processes the
 	// other ranks' usage reaches rank 0 a moment after they measured it.
 	Epoch, Step int
-	Device      [6]int64 // bytes in use per kernels.Category
+	Device      [6]int64 // bytes in use in the rank's backend per kernels.Category
 	Host        [6]int64 // Gemini's host tier per kernels.Category (zero for other plugins)
-	DevicePeak  int64
-	// HostPeak is the peak of the host bytes outside the rank's backend:
-	// Gemini's host tier plus HostPageable's buffers.
+	// DevicePeak is the backend's peak since the run started (evaluation
+	// included): what the results record as peak_device_bytes_per_rank.
+	DevicePeak int64
+	// HostPeak is the peak since the run started of the host bytes outside
+	// the rank's backend: Gemini's host tier, HostPageable's buffers and
+	// HostPinned.
 	HostPeak int64
 	// HostPageable is the host bytes in use outside the backend, in
 	// ordinary (pageable) memory: the host tier, the staging of
@@ -85,6 +88,33 @@ type MemoryUsage struct {
 	DeviceIsHost bool
 	Budget       int64 // device budget, 0 when unlimited
 	Capacity     int64 // device capacity, 0 when unknown/CPU
+}
+
+// HostTotal is all the host memory the rank holds now: HostPageable and
+// HostPinned (at least the host tier's bytes, which they include), and on
+// the CPU backend (DeviceIsHost) the backend's bytes, which are host
+// memory too.
+func (u MemoryUsage) HostTotal() int64 {
+	t := u.HostPageable + u.HostPinned
+	var tier, dev int64
+	for i := range u.Host {
+		tier += u.Host[i]
+		dev += u.Device[i]
+	}
+	t = max(t, tier)
+	if u.DeviceIsHost {
+		t += dev
+	}
+	return t
+}
+
+// HostTotalPeak is the peak of HostTotal: HostPeak, plus DevicePeak on the
+// CPU backend. It is what the results record as peak_host_bytes_per_rank.
+func (u MemoryUsage) HostTotalPeak() int64 {
+	if u.DeviceIsHost {
+		return u.HostPeak + u.DevicePeak
+	}
+	return u.HostPeak
 }
 
 // GeminiStep is one rank's Gemini memory statistics of one step

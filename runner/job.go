@@ -70,6 +70,9 @@ type rankState struct {
 	// builds the batches (nil: built on the host, uploaded through in).
 	dev, devTest *deviceSet
 	devErr       error // why dev is nil, when device batches were wanted
+	// peakDev and peakHost are the run's peaks so far, of the backend and
+	// of the host bytes outside it, as publishMemory sends them.
+	peakDev, peakHost int64
 }
 
 func (j *job) emit(e Event) {

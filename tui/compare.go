@@ -84,7 +84,10 @@ func imagesPerSecOf(r *run) (float64, bool) {
 	return r.prog.rateEMA, r.prog.rateEMA > 0
 }
 
-// peakOf is the largest peak over ranks, from the result when there is one.
+// peakOf is the largest peak over ranks, from the result when there is
+// one: the device peak is the backend's, the host peak all the host memory
+// a rank holds (MemoryUsage.HostTotalPeak, the results' peak host bytes),
+// as the memory pane shows them.
 func peakOf(r *run, device bool) int64 {
 	var p int64
 	if r.result != nil {
@@ -100,7 +103,7 @@ func peakOf(r *run, device bool) int64 {
 		if device {
 			p = max(p, u.DevicePeak, total(u.Device))
 		} else {
-			p = max(p, u.HostPeak, total(u.Host))
+			p = max(p, u.HostTotalPeak(), u.HostTotal())
 		}
 	}
 	w := r.cmp.worst()
