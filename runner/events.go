@@ -166,6 +166,11 @@ type ChunkMoved struct {
 	// Clean: the payload left the device without a copy (Bytes 0): its
 	// host copy was still current, so the device copy was only freed.
 	Clean bool
+	// Eval: made outside the training steps, by an evaluation's forward
+	// passes. Such a move is in no GeminiStep and not in the results'
+	// h2d_bytes/d2h_bytes (those count the training steps), but in their
+	// eval_h2d_bytes/eval_d2h_bytes.
+	Eval bool
 }
 
 // ChunkMoves is one rank's chunk moves since its run started, counted as
@@ -179,6 +184,9 @@ type ChunkMoves struct {
 	ToDevice, ToHost, Clean int
 	Prefetched              int   // of ToDevice: issued ahead of the operator
 	H2DBytes, D2HBytes      int64 // bytes moved to the device / to the host
+	// EvalH2D, EvalD2H: the part of H2DBytes, D2HBytes moved outside the
+	// training steps (ChunkMoved.Eval).
+	EvalH2D, EvalD2H int64
 }
 
 // CheckpointSaved is sent when the three files of a checkpoint are on disk.
