@@ -64,7 +64,7 @@ func (j *job) control(ctx context.Context) error {
 				j.logf(LevelError, "%v", err)
 				continue
 			}
-			j.emit(RunStarted{Info: j.info, StartEpoch: c.Epoch, StartStep: c.Step})
+			j.started(c.Ref())
 		}
 	}
 }

@@ -32,11 +32,17 @@ type RunInfo struct {
 // when a finished run is re-opened by ResumeFrom (it then waits to start).
 type RunQueued struct{ Info RunInfo }
 
-// RunStarted is sent when a run begins (or resumes) training.
+// RunStarted is sent when a run begins (or resumes) training. A
+// MemoryUsage of every rank follows at once, so that a run resumed with
+// nothing left to train still reports what it holds.
 type RunStarted struct {
 	Info       RunInfo
 	StartEpoch int // 0 for a fresh run, E when resumed from a checkpoint of epoch E
 	StartStep  int // 0: from epoch E's end; S: from step S of epoch E (a mid-epoch save)
+	// History is the epochs before the start as the run recorded them
+	// (the checkpoint carries them): loss, test accuracy, seconds. A
+	// fresh run has none.
+	History []report.EpochResult
 }
 
 // StepDone is sent after every optimizer step (rank 0's view).

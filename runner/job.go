@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"resnetlab/ckpt"
@@ -154,7 +155,7 @@ func (j *job) run(ctx context.Context) (err error) {
 		}
 	}
 	j.restartChunks()
-	j.emit(RunStarted{Info: j.info, StartEpoch: j.startFrom.Epoch, StartStep: j.startFrom.Step})
+	j.started(j.startFrom)
 	err = j.loop(ctx)
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, errStopped) { // agreed: every rank of a world ends here together
 		j.syncReports()
@@ -163,6 +164,16 @@ func (j *job) run(ctx context.Context) (err error) {
 		return err
 	}
 	return j.digest()
+}
+
+// started tells the front ends that the run trains from ref: RunStarted
+// with the epochs it has behind it, then every rank's memory as it is now.
+// The first step publishes its memory too (its activations are the
+// step's footprint).
+func (j *job) started(ref ckpt.Ref) {
+	j.emit(RunStarted{Info: j.info, StartEpoch: ref.Epoch, StartStep: ref.Step, History: slices.Clone(j.result.EpochResults)})
+	j.publishMemory()
+	j.memAt = time.Time{}
 }
 
 // digest records the SHA-256 of the final model file (written now into a
