@@ -146,6 +146,9 @@ func (c *chunkStrip) View(w, h int, st styles) []string {
 		foot = append(foot, l)
 	}
 	foot = append(foot, c.placementLine(st))
+	if l := c.splitLine(st); l != "" {
+		foot = append(foot, l)
+	}
 	if l := c.memLine(st); l != "" {
 		foot = append(foot, l)
 	}
@@ -248,10 +251,8 @@ func (c *chunkStrip) countsLines(counts [numStates]int, w int, st styles) []stri
 	return pack(parts, w)
 }
 
-// placementLine is the legend of the cells' case and every rank's moves:
-// their bytes, and when evaluations moved chunks too, the part of the
-// training steps and of the evaluations (the results' h2d_bytes +
-// d2h_bytes and eval_h2d_bytes + eval_d2h_bytes, summed over ranks).
+// placementLine is the legend of the cells' case and every rank's moves
+// and their bytes.
 func (c *chunkStrip) placementLine(st styles) string {
 	m := c.totalMoves()
 	ahead := ""
@@ -262,10 +263,18 @@ func (c *chunkStrip) placementLine(st styles) string {
 	if m.drops > 0 { // evictions that copied nothing: the host copy was current
 		drops = fmt.Sprintf(" +%d clean", m.drops)
 	}
-	bytes := fmtBytes(m.moved)
-	if m.eval > 0 {
-		bytes += fmt.Sprintf(" = %s train + %s eval", fmtBytes(m.moved-m.eval), fmtBytes(m.eval))
-	}
 	return st.dim.Render(fmt.Sprintf("UPPER dev lower host · moves →dev %d%s →host %d%s (%s)",
-		m.toDev, ahead, m.toHost, drops, bytes))
+		m.toDev, ahead, m.toHost, drops, fmtBytes(m.moved)))
+}
+
+// splitLine, when evaluations moved chunks too, splits the moves' bytes
+// into the training steps' and the evaluations' (the results' h2d_bytes +
+// d2h_bytes and eval_h2d_bytes + eval_d2h_bytes, summed over ranks).
+func (c *chunkStrip) splitLine(st styles) string {
+	m := c.totalMoves()
+	if m.eval <= 0 {
+		return ""
+	}
+	return st.dim.Render(fmt.Sprintf("moved %s = %s in training steps + %s by evaluations",
+		fmtBytes(m.moved), fmtBytes(m.moved-m.eval), fmtBytes(m.eval)))
 }

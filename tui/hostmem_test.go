@@ -65,6 +65,9 @@ func TestMemoryPaneAndComparisonAgree(t *testing.T) {
 			}
 		}
 		check("live")
+		if rows := ansi.Strip(strings.Join(r.mem.table(2, 5, st), "\n")); c.u.DeviceIsHost != strings.Contains(rows, "r0 cpu ") {
+			t.Errorf("%s: the table's backend row should be labelled as its bar (cpu on the CPU backend):\n%s", c.name, rows)
+		}
 		r.Update(runner.RunFinished{Run: "a", Result: &report.Result{Status: report.StatusDone,
 			PeakDeviceBytes: []int64{c.u.DevicePeak}, PeakHostBytes: []int64{c.u.HostTotalPeak()}}})
 		check("finished")

@@ -240,7 +240,11 @@ func (m *memoryPane) table(lw, h int, st styles) []string {
 		if len(out)+2 > h {
 			break
 		}
-		out = append(out, tableRow(fmt.Sprintf("%-*s dev ", lw, fmt.Sprintf("r%d", r)), u.Device))
+		dev := "dev "
+		if u.DeviceIsHost {
+			dev = "cpu "
+		}
+		out = append(out, tableRow(fmt.Sprintf("%-*s %s", lw, fmt.Sprintf("r%d", r), dev), u.Device))
 		out = append(out, tableRow(fmt.Sprintf("%-*s host", lw, ""), hostCategories(u)))
 	}
 	return out
