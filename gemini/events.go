@@ -48,6 +48,10 @@ type MoveEvent struct {
 	// Clean: a payload left the device without a copy (Bytes 0), because
 	// host memory still held the values it was uploaded from.
 	Clean bool
+	// InStep: issued inside Step, so counted in that step's MemStatsEvent
+	// (H2DBytes, D2HBytes); false for a move outside the training steps
+	// (an evaluation's forward passes fetch the chunks they need too).
+	InStep bool
 }
 
 // StateChange reports one tensor's state transition.

@@ -54,9 +54,13 @@ type memStep struct {
 
 func (g *Gemini) beginMemStats() { g.ms = memStep{} }
 
-// emit sends e to the OnEvent callback and counts move traffic.
+// emit sends e to the OnEvent callback and counts move traffic: a move
+// inside Step in the step's statistics (outside, the next step's begin
+// drops it from them; MoveEvent.InStep says which).
 func (g *Gemini) emit(e any) {
 	if mv, ok := e.(MoveEvent); ok {
+		mv.InStep = g.training
+		e = mv
 		switch mv.To {
 		case Device:
 			g.ms.h2d += mv.Bytes

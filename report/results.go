@@ -330,10 +330,16 @@ func writeAligned(b *strings.Builder, rows [][]string) int {
 
 // GeminiMemStats is one rank's Gemini memory statistics over a run.
 type GeminiMemStats struct {
-	Rank              int          `json:"rank"`
-	Steps             int          `json:"steps"`
+	Rank  int `json:"rank"`
+	Steps int `json:"steps"`
+	// H2DBytes and D2HBytes are the chunk bytes moved in the training
+	// steps (ColossalAI's memstats); EvalH2DBytes and EvalD2HBytes those
+	// the evaluations moved between them. Their sum is every chunk move
+	// of the run, as the TUI and the run's log count them.
 	H2DBytes          int64        `json:"h2d_bytes"`
 	D2HBytes          int64        `json:"d2h_bytes"`
+	EvalH2DBytes      int64        `json:"eval_h2d_bytes"`
+	EvalD2HBytes      int64        `json:"eval_d2h_bytes"`
 	Evictions         int          `json:"evictions"`
 	EvictSeconds      float64      `json:"evict_seconds"`
 	PeakDeviceBytes   int64        `json:"peak_device_bytes"`

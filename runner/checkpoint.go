@@ -115,15 +115,6 @@ func (j *job) resume(ref ckpt.Ref) error {
 	return nil
 }
 
-// started announces that the run trains from ref (zero: from the start),
-// when it begins and after every ResumeFrom, so that both paths leave the
-// same state behind: the Gemini statistics restart with the front ends'
-// strip, which RunStarted clears.
-func (j *job) started(ref ckpt.Ref) {
-	j.restartChunks()
-	j.emit(RunStarted{Info: j.info, StartEpoch: ref.Epoch, StartStep: ref.Step})
-}
-
 // accuracyFromHistory sets the final and best accuracy from the epochs the
 // run has (after a resume, some come from the checkpoint), so that the best
 // epoch before the checkpoint still counts; later evaluations update them.

@@ -165,6 +165,15 @@ func (j *job) applyChunks(r int, rec rankRecord, chunks []ChunkState) {
 		j.emit(ChunksUpdate{Run: j.info.ID, Rank: r, Step: int(rec.ChunkStep), Op: string(name), Chunks: chunks})
 	}
 	m := rec.Moves
-	j.emit(ChunkMoves{Run: j.info.ID, Rank: r, ToDevice: int(m.ToDevice), ToHost: int(m.ToHost), Clean: int(m.Clean),
-		Prefetched: int(m.Prefetched), H2DBytes: m.H2D, D2HBytes: m.D2H})
+	mv := ChunkMoves{Run: j.info.ID, Rank: r, ToDevice: int(m.ToDevice), ToHost: int(m.ToHost), Clean: int(m.Clean),
+		Prefetched: int(m.Prefetched), H2DBytes: m.H2D, D2HBytes: m.D2H, EvalH2D: m.H2D, EvalD2H: m.D2H}
+	// The record holds the moves and the training steps' totals of one
+	// moment between steps: what the steps did not move, the evaluations did.
+	if rec.HasGemini != 0 {
+		mv.EvalH2D, mv.EvalD2H = max(m.H2D-rec.GemTotal.H2D, 0), max(m.D2H-rec.GemTotal.D2H, 0)
+	}
+	if r < len(j.remote.moves) {
+		j.remote.moves[r] = mv
+	}
+	j.emit(mv)
 }

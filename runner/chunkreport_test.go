@@ -195,7 +195,59 @@ func TestWorldChunkStrips(t *testing.T) {
 	if got, _ := lastMoves(got0, 1); got != want || want.ToDevice == 0 || want.ToHost+want.Clean == 0 {
 		t.Errorf("rank 0 ends with rank 1's moves %+v, rank 1 made %+v (the budget must move chunks)", got, want)
 	}
+	if res := finished(t, got0)[0]; len(res.Gemini) != 2 || res.Gemini[1].EvalH2DBytes != want.EvalH2D ||
+		res.Gemini[1].EvalD2HBytes != want.EvalD2H || res.Gemini[1].H2DBytes != want.H2DBytes-want.EvalH2D {
+		t.Errorf("rank 0's result for rank 1 %+v; rank 1 moved %+v", res.Gemini, want)
+	}
 	if len(only[ChunkMoves](got1)) != 0 || len(only[ChunkMoves](got0)) == 0 {
 		t.Error("ChunkMoves come from rank 0 only, for the other process's rank")
+	}
+}
+
+// Every chunk move is counted once and the three reports add up: the
+// results' h2d_bytes/d2h_bytes are the training steps' (the GeminiStep
+// events summed), eval_h2d_bytes/eval_d2h_bytes what the evaluations moved
+// (parameters kept on the host are fetched by every forward pass), their
+// sum is what the ChunkMoved events (the TUI) count, and the run's log
+// says both parts in those words.
+func TestChunkMovesAddUp(t *testing.T) {
+	s := smallBatchSpec(t, "[[run]]\nplugin = \"gemini\"\nprecision = \"fp16\"\n[gemini]\nplacement = \"static\"\n"+
+		"offload_param_frac = 0.5\nchunk_size = \"72KiB\"\n")
+	evs := mustCollect(t, s)
+	res := finished(t, evs)[0]
+	if len(res.Gemini) != 1 {
+		t.Fatalf("gemini statistics %+v", res.Gemini)
+	}
+	g := res.Gemini[0]
+	var h2d, d2h int64
+	for _, st := range only[GeminiStep](evs) {
+		h2d, d2h = h2d+st.H2DBytes, d2h+st.D2HBytes
+	}
+	all := countMoves(evs, 0)
+	if g.H2DBytes != h2d || g.D2HBytes != d2h || g.EvalH2DBytes == 0 {
+		t.Errorf("results h2d %d d2h %d eval h2d %d; the steps moved %d and %d (want equal, and the evaluation moving parameters up)",
+			g.H2DBytes, g.D2HBytes, g.EvalH2DBytes, h2d, d2h)
+	}
+	if g.H2DBytes+g.EvalH2DBytes != all.H2DBytes || g.D2HBytes+g.EvalD2HBytes != all.D2HBytes {
+		t.Errorf("results h2d %d + eval %d, d2h %d + eval %d; the ChunkMoved events count %d and %d",
+			g.H2DBytes, g.EvalH2DBytes, g.D2HBytes, g.EvalD2HBytes, all.H2DBytes, all.D2HBytes)
+	}
+	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+	var line string
+	for _, l := range only[Log](evs) {
+		if strings.HasPrefix(l.Text, "gemini rank 0: ") && strings.Contains(l.Text, "chunk moves") {
+			line = l.Text
+		}
+	}
+	for _, want := range []string{
+		fmt.Sprintf("%d chunk moves, %s", all.ToDevice+all.ToHost, mib(all.H2DBytes+all.D2HBytes)),
+		fmt.Sprintf("%s in the %d training steps (the results' h2d_bytes %s + d2h_bytes %s)",
+			mib(g.H2DBytes+g.D2HBytes), g.Steps, mib(g.H2DBytes), mib(g.D2HBytes)),
+		fmt.Sprintf("%s by the evaluations (eval_h2d_bytes %s + eval_d2h_bytes %s)",
+			mib(g.EvalH2DBytes+g.EvalD2HBytes), mib(g.EvalH2DBytes), mib(g.EvalD2HBytes)),
+	} {
+		if !strings.Contains(line, want) {
+			t.Errorf("log %q lacks %q", line, want)
+		}
 	}
 }

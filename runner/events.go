@@ -32,11 +32,17 @@ type RunInfo struct {
 // when a finished run is re-opened by ResumeFrom (it then waits to start).
 type RunQueued struct{ Info RunInfo }
 
-// RunStarted is sent when a run begins (or resumes) training.
+// RunStarted is sent when a run begins (or resumes) training. A
+// MemoryUsage of every rank follows at once, so that a run resumed with
+// nothing left to train still reports what it holds.
 type RunStarted struct {
 	Info       RunInfo
 	StartEpoch int // 0 for a fresh run, E when resumed from a checkpoint of epoch E
 	StartStep  int // 0: from epoch E's end; S: from step S of epoch E (a mid-epoch save)
+	// History is the epochs before the start as the run recorded them
+	// (the checkpoint carries them): loss, test accuracy, seconds. A
+	// fresh run has none.
+	History []report.EpochResult
 }
 
 // StepDone is sent after every optimizer step (rank 0's view).
@@ -70,11 +76,14 @@ type MemoryUsage struct {
 	// done, and steps done into the next. In a world of processes the
 	// other ranks' usage reaches rank 0 a moment after they measured it.
 	Epoch, Step int
-	Device      [6]int64 // bytes in use per kernels.Category
+	Device      [6]int64 // bytes in use in the rank's backend per kernels.Category
 	Host        [6]int64 // Gemini's host tier per kernels.Category (zero for other plugins)
-	DevicePeak  int64
-	// HostPeak is the peak of the host bytes outside the rank's backend:
-	// Gemini's host tier plus HostPageable's buffers.
+	// DevicePeak is the backend's peak since the run started (evaluation
+	// included): what the results record as peak_device_bytes_per_rank.
+	DevicePeak int64
+	// HostPeak is the peak since the run started of the host bytes outside
+	// the rank's backend: Gemini's host tier, HostPageable's buffers and
+	// HostPinned.
 	HostPeak int64
 	// HostPageable is the host bytes in use outside the backend, in
 	// ordinary (pageable) memory: the host tier, the staging of
@@ -85,6 +94,33 @@ type MemoryUsage struct {
 	DeviceIsHost bool
 	Budget       int64 // device budget, 0 when unlimited
 	Capacity     int64 // device capacity, 0 when unknown/CPU
+}
+
+// HostTotal is all the host memory the rank holds now: HostPageable and
+// HostPinned (at least the host tier's bytes, which they include), and on
+// the CPU backend (DeviceIsHost) the backend's bytes, which are host
+// memory too.
+func (u MemoryUsage) HostTotal() int64 {
+	t := u.HostPageable + u.HostPinned
+	var tier, dev int64
+	for i := range u.Host {
+		tier += u.Host[i]
+		dev += u.Device[i]
+	}
+	t = max(t, tier)
+	if u.DeviceIsHost {
+		t += dev
+	}
+	return t
+}
+
+// HostTotalPeak is the peak of HostTotal: HostPeak, plus DevicePeak on the
+// CPU backend. It is what the results record as peak_host_bytes_per_rank.
+func (u MemoryUsage) HostTotalPeak() int64 {
+	if u.DeviceIsHost {
+		return u.HostPeak + u.DevicePeak
+	}
+	return u.HostPeak
 }
 
 // GeminiStep is one rank's Gemini memory statistics of one step
@@ -136,6 +172,11 @@ type ChunkMoved struct {
 	// Clean: the payload left the device without a copy (Bytes 0): its
 	// host copy was still current, so the device copy was only freed.
 	Clean bool
+	// Eval: made outside the training steps, by an evaluation's forward
+	// passes. Such a move is in no GeminiStep and not in the results'
+	// h2d_bytes/d2h_bytes (those count the training steps), but in their
+	// eval_h2d_bytes/eval_d2h_bytes.
+	Eval bool
 }
 
 // ChunkMoves is one rank's chunk moves since its run started, counted as
@@ -149,6 +190,9 @@ type ChunkMoves struct {
 	ToDevice, ToHost, Clean int
 	Prefetched              int   // of ToDevice: issued ahead of the operator
 	H2DBytes, D2HBytes      int64 // bytes moved to the device / to the host
+	// EvalH2D, EvalD2H: the part of H2DBytes, D2HBytes moved outside the
+	// training steps (ChunkMoved.Eval).
+	EvalH2D, EvalD2H int64
 }
 
 // CheckpointSaved is sent when the three files of a checkpoint are on disk.

@@ -27,7 +27,8 @@ func (j *job) newGemini(r int, be kernels.Backend, dc comm.DeviceCommunicator, m
 func (j *job) geminiEvent(e any) {
 	switch ev := e.(type) {
 	case gemini.MoveEvent:
-		mv := ChunkMoved{Run: j.info.ID, Rank: ev.Rank, Chunk: ev.Chunk, ToDevice: ev.To == gemini.Device, Bytes: ev.Bytes, Prefetch: ev.Prefetch, Clean: ev.Clean}
+		mv := ChunkMoved{Run: j.info.ID, Rank: ev.Rank, Chunk: ev.Chunk, ToDevice: ev.To == gemini.Device, Bytes: ev.Bytes,
+			Prefetch: ev.Prefetch, Clean: ev.Clean, Eval: !ev.InStep}
 		j.countMove(ev.Rank, mv)
 		j.emit(mv)
 	case gemini.ChunksEvent:
@@ -37,16 +38,33 @@ func (j *job) geminiEvent(e any) {
 	}
 }
 
-// geminiSummary logs rank 0's chunk traffic at the end of a Gemini run:
-// what a budget costs, and how much prefetch hid.
+// geminiSummary logs this process's first rank's chunk traffic at the end
+// of a Gemini run: what a budget costs, and how much prefetch hid. The
+// moves are the run's since it started, as the TUI counts them, split as
+// the results record them: in the training steps (h2d_bytes, d2h_bytes)
+// and by the evaluations (eval_h2d_bytes, eval_d2h_bytes).
 func (j *job) geminiSummary(eng engine.Trainer) {
 	g, ok := eng.(*gemini.Gemini)
-	if !ok {
+	if !ok || len(j.gem) == 0 {
 		return
 	}
-	st := g.Stats()
-	j.logf(LevelInfo, "gemini rank 0: %d chunk moves (%.1f MiB), %d prefetched, %d stalls (moves still in flight when needed), %d offloads taken back",
-		st.Moves, float64(st.BytesMoved)/(1<<20), st.Prefetches, st.Stalls, st.Revived)
+	st, m := g.Stats(), j.gem[0].moves
+	j.logf(LevelInfo, "gemini rank %d: %s", j.globalRank(0), movesSummary(m, j.gem[0].total.Steps))
+	j.logf(LevelInfo, "gemini rank %d: %d prefetched, %d stalls (moves still in flight when needed), %d offloads taken back",
+		j.globalRank(0), st.Prefetches, st.Stalls, st.Revived)
+}
+
+// movesSummary says what m moved, and how much of it in the training steps
+// and by the evaluations, in the results' words.
+func movesSummary(m ChunkMoves, steps int) string {
+	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+	all, eval := m.H2DBytes+m.D2HBytes, m.EvalH2D+m.EvalD2H
+	return fmt.Sprintf("%d chunk moves, %s (%s to the device, %s to the host; %d clean drops moved nothing): "+
+		"%s in the %d training steps (the results' h2d_bytes %s + d2h_bytes %s), "+
+		"%s by the evaluations (eval_h2d_bytes %s + eval_d2h_bytes %s)",
+		m.ToDevice+m.ToHost, mib(all), mib(m.H2DBytes), mib(m.D2HBytes), m.Clean,
+		mib(all-eval), steps, mib(m.H2DBytes-m.EvalH2D), mib(m.D2HBytes-m.EvalD2H),
+		mib(eval), mib(m.EvalH2D), mib(m.EvalD2H))
 }
 
 // budgetError says in the spec's words that [gemini] device_budget is too

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"resnetlab/ckpt"
@@ -70,6 +71,9 @@ type rankState struct {
 	// builds the batches (nil: built on the host, uploaded through in).
 	dev, devTest *deviceSet
 	devErr       error // why dev is nil, when device batches were wanted
+	// peakDev and peakHost are the run's peaks so far, of the backend and
+	// of the host bytes outside it, as publishMemory sends them.
+	peakDev, peakHost int64
 }
 
 func (j *job) emit(e Event) {
@@ -159,6 +163,20 @@ func (j *job) run(ctx context.Context) (err error) {
 		return err
 	}
 	return j.digest()
+}
+
+// started tells the front ends that the run trains from ref (zero: from
+// the start): RunStarted with the epochs it has behind it, then every
+// rank's memory as it is now. It runs when the run begins and after every
+// ResumeFrom, so both paths leave the same state behind: the Gemini
+// statistics restart with the front ends' strip, which RunStarted clears.
+// The first step publishes its memory too (its activations are the step's
+// footprint).
+func (j *job) started(ref ckpt.Ref) {
+	j.restartChunks()
+	j.emit(RunStarted{Info: j.info, StartEpoch: ref.Epoch, StartStep: ref.Step, History: slices.Clone(j.result.EpochResults)})
+	j.publishMemory()
+	j.memAt = time.Time{}
 }
 
 // digest records the SHA-256 of the final model file (written now into a

@@ -5,7 +5,6 @@ import (
 	"math"
 	"time"
 
-	"resnetlab/kernels"
 	"resnetlab/report"
 	"resnetlab/spec"
 )
@@ -105,28 +104,31 @@ func (j *job) evaluate() (acc float64, perClass []float64, err error) {
 
 // publishMemory sends every rank's memory accounting: this process's
 // ranks as events, or, on the other ranks of a world, to rank 0 (which
-// forwards them: rankreport.go).
+// forwards them: rankreport.go). The peaks it sends are the run's, and
+// the result records the same: a Gemini engine restarts the backend's
+// peak every step, so its step peaks are taken in too.
 func (j *job) publishMemory() {
 	j.memAt = time.Now()
 	r := j.result
 	for i, rs := range j.ranks {
 		ms := rs.be.MemStats()
 		g := j.globalRank(i)
-		ev := MemoryUsage{Run: j.info.ID, Rank: g, Epoch: j.epoch, Step: j.step, DevicePeak: ms.TotalPeak, Capacity: ms.Capacity,
+		rs.peakDev = max(rs.peakDev, ms.TotalPeak, ms.Total())
+		if i < len(j.gem) {
+			rs.peakDev = max(rs.peakDev, j.gem[i].total.PeakDeviceBytes)
+		}
+		ev := MemoryUsage{Run: j.info.ID, Rank: g, Epoch: j.epoch, Step: j.step, DevicePeak: rs.peakDev, Capacity: ms.Capacity,
 			DeviceIsHost: rs.be.Name() == "cpu"}
 		copy(ev.Device[:], ms.InUse[:])
-		var cats [kernels.NumCategories]int64
-		cats, ev.HostPageable, ev.HostPinned, ev.HostPeak = j.hostMemory(rs)
+		cats, pageable, pinned, hostPeak := j.hostMemory(rs)
+		rs.peakHost = max(rs.peakHost, hostPeak)
+		ev.HostPageable, ev.HostPinned, ev.HostPeak = pageable, pinned, rs.peakHost
 		copy(ev.Host[:], cats[:])
 		if j.cell.Plugin == spec.PluginGemini {
 			ev.Budget = j.spec.Gemini.DeviceBudget
 		}
-		r.PeakDeviceBytes[g] = max(r.PeakDeviceBytes[g], ms.TotalPeak)
-		host := ev.HostPeak
-		if ev.DeviceIsHost {
-			host += ms.TotalPeak
-		}
-		r.PeakHostBytes[g] = max(r.PeakHostBytes[g], host)
+		r.PeakDeviceBytes[g] = max(r.PeakDeviceBytes[g], ev.DevicePeak)
+		r.PeakHostBytes[g] = max(r.PeakHostBytes[g], ev.HostTotalPeak())
 		if j.records() {
 			j.emit(ev)
 		} else {

@@ -57,11 +57,17 @@ func (m *ChunkMoves) add(e ChunkMoved) {
 	case e.ToDevice:
 		m.ToDevice++
 		m.H2DBytes += e.Bytes
+		if e.Eval {
+			m.EvalH2D += e.Bytes
+		}
 	case e.Clean:
 		m.Clean++
 	default:
 		m.ToHost++
 		m.D2HBytes += e.Bytes
+		if e.Eval {
+			m.EvalD2H += e.Bytes
+		}
 	}
 	if e.Prefetch {
 		m.Prefetched++
@@ -186,6 +192,7 @@ func (j *job) geminiResult() {
 		}
 		t := j.gem[i].total
 		t.Rank = j.globalRank(i)
+		t.EvalH2DBytes, t.EvalD2HBytes = j.gem[i].moves.EvalH2D, j.gem[i].moves.EvalD2H
 		for _, op := range g.NonModelPerOp() {
 			t.NonModelPerOp = append(t.NonModelPerOp, report.OpBytes{Op: op.Op, Bytes: op.Bytes})
 		}

@@ -6,6 +6,10 @@ import (
 	"resnetlab/spec"
 	"strings"
 	"testing"
+
+	"resnetlab/kernels"
+	"resnetlab/kernels/cpu"
+	"resnetlab/report"
 )
 
 // A Gemini run under half its unbudgeted device peak keeps the budget,
@@ -151,5 +155,86 @@ func TestTooSmallBudgetNamesTheMinimum(t *testing.T) {
 		if err := budgetRun(ok); err != nil {
 			t.Errorf("budget %s (the minimum %d B said it works): %v", ok, min, err)
 		}
+	}
+}
+
+// The memory events say what the result records: every event's device
+// and host peaks are the run's so far (never lower than an earlier
+// event's, though Gemini restarts the backend's peak every step), the last
+// one's are the result's peak_device_bytes_per_rank and
+// peak_host_bytes_per_rank, and on the CPU backend the host total holds
+// the backend too, so the memory pane, the comparison and the results
+// file show one number for each.
+func TestMemoryEventsAgreeWithTheResult(t *testing.T) {
+	gem := "[[run]]\nplugin = \"gemini\"\nprecision = \"fp16\"\n[gemini]\nplacement = \"auto\"\nchunk_size = \"72KiB\"\n"
+	free := mustCollect(t, smallBatchSpec(t, gem))
+	budget := fmt.Sprintf("device_budget = \"%dKiB\"\n", finished(t, free)[0].PeakDeviceBytes[0]/2>>10)
+	for name, evs := range map[string][]Event{
+		"torch_ddp":     mustCollect(t, tinySpec(t, "[[run]]\nplugin = \"torch_ddp\"\nprecision = \"fp32\"\n")),
+		"gemini":        free,
+		"gemini budget": mustCollect(t, smallBatchSpec(t, gem+budget)),
+	} {
+		res := finished(t, evs)[0]
+		var last MemoryUsage
+		for i, u := range only[MemoryUsage](evs) {
+			if !u.DeviceIsHost {
+				t.Fatalf("%s: a CPU run's memory event has DeviceIsHost false", name)
+			}
+			if i > 0 && (u.DevicePeak < last.DevicePeak || u.HostPeak < last.HostPeak) {
+				t.Errorf("%s: event %d: peaks device %d host %d after %d and %d: a peak went down", name, i,
+					u.DevicePeak, u.HostPeak, last.DevicePeak, last.HostPeak)
+			}
+			if dev := total6(u.Device); u.HostTotal() != u.HostPageable+u.HostPinned+dev || u.DevicePeak < dev {
+				t.Errorf("%s: event %d: host total %d, want pageable %d + pinned %d + the backend's %d (peak %d)", name, i,
+					u.HostTotal(), u.HostPageable, u.HostPinned, dev, u.DevicePeak)
+			}
+			last = u
+		}
+		if last.DevicePeak != res.PeakDeviceBytes[0] || last.HostTotalPeak() != res.PeakHostBytes[0] {
+			t.Errorf("%s: last event peaks device %d host %d, result %d and %d", name, last.DevicePeak, last.HostTotalPeak(),
+				res.PeakDeviceBytes[0], res.PeakHostBytes[0])
+		}
+		if res.Gemini != nil && last.DevicePeak < res.Gemini[0].PeakDeviceBytes {
+			t.Errorf("%s: device peak %d below Gemini's step peak %d", name, last.DevicePeak, res.Gemini[0].PeakDeviceBytes)
+		}
+	}
+}
+
+func total6(c [6]int64) int64 {
+	var t int64
+	for _, b := range c {
+		t += b
+	}
+	return t
+}
+
+// A backend whose peak was restarted (Gemini does it every step) still
+// gives the run's peak: the memory events and the result keep the
+// highest bytes published so far, and Gemini's step peaks.
+func TestPublishedPeaksAreTheRuns(t *testing.T) {
+	be := cpu.New()
+	events := make(chan Event, 8)
+	j := &job{spec: &spec.Spec{}, cell: spec.Cell{WorldSize: 1}, info: RunInfo{ID: "a"}, events: events,
+		ranks: []*rankState{{be: be, yh: make([]float32, 50)}}, gem: make([]geminiRank, 1),
+		result: &report.Result{PeakDeviceBytes: make([]int64, 1), PeakHostBytes: make([]int64, 1)}}
+	big := be.New(kernels.CatActivations, kernels.F32, 1<<20) // 4 MiB
+	j.publishMemory()
+	be.Free(big)
+	be.ResetPeak()
+	j.gem[0].total.PeakDeviceBytes = 5 << 20 // a step between the reports peaked higher
+	j.publishMemory()
+	evs := drain(events)
+	if len(evs) != 2 {
+		t.Fatalf("%d events", len(evs))
+	}
+	first, last := evs[0].(MemoryUsage), evs[1].(MemoryUsage)
+	if first.DevicePeak < 4<<20 || last.DevicePeak != 5<<20 || last.HostPeak != 200 {
+		t.Errorf("device peaks %d then %d (want >= 4 MiB, then Gemini's 5 MiB), host peak %d (want the 200-byte label buffer)",
+			first.DevicePeak, last.DevicePeak, last.HostPeak)
+	}
+	if j.result.PeakDeviceBytes[0] != last.DevicePeak || j.result.PeakHostBytes[0] != last.HostTotalPeak() ||
+		last.HostTotalPeak() != 5<<20+200 {
+		t.Errorf("result peaks device %d host %d, last event %d and %d (host total = device peak + 200 B on the CPU)",
+			j.result.PeakDeviceBytes[0], j.result.PeakHostBytes[0], last.DevicePeak, last.HostTotalPeak())
 	}
 }

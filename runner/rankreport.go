@@ -81,6 +81,7 @@ type remoteRanks struct {
 	seq     []uint64    // per rank, the last record forwarded
 	refused []bool      // per rank, whether a refusal was logged (once)
 	gem     []gemRecord // per rank, the last Gemini totals (for the result)
+	moves   []ChunkMoves
 	polled  time.Time
 }
 
@@ -120,7 +121,8 @@ func (j *job) collectReports(final bool) {
 	j.remote.polled = time.Now()
 	w := j.world.WorldSize()
 	if len(j.remote.seq) != w {
-		j.remote = remoteRanks{seq: make([]uint64, w), refused: make([]bool, w), gem: make([]gemRecord, w), polled: j.remote.polled}
+		j.remote = remoteRanks{seq: make([]uint64, w), refused: make([]bool, w), gem: make([]gemRecord, w),
+			moves: make([]ChunkMoves, w), polled: j.remote.polled}
 	}
 	for r := 1; r < w; r++ {
 		b, err := j.world.Reported(r)
@@ -225,8 +227,9 @@ func (j *job) remoteGemini(r int) (report.GeminiMemStats, bool) {
 	if r >= len(j.remote.gem) || j.remote.gem[r].Step == 0 {
 		return report.GeminiMemStats{}, false
 	}
-	g := j.remote.gem[r]
-	return report.GeminiMemStats{Rank: r, Steps: int(g.Step), H2DBytes: g.H2D, D2HBytes: g.D2H, Evictions: int(g.Evictions),
+	g, m := j.remote.gem[r], j.remote.moves[r]
+	return report.GeminiMemStats{Rank: r, Steps: int(g.Step), H2DBytes: g.H2D, D2HBytes: g.D2H,
+		EvalH2DBytes: m.EvalH2D, EvalD2HBytes: m.EvalD2H, Evictions: int(g.Evictions),
 		EvictSeconds: float64(g.EvictNanos) / 1e9, PeakDeviceBytes: g.PeakDevice, PeakHostTierBytes: g.HostPeak,
 		NonModelPeakBytes: g.NonModelPeak, ChunkWastePct: g.WastePct}, true
 }

@@ -103,14 +103,15 @@ func TestInRunResumeOfTheLastEpochTrainsNoMore(t *testing.T) {
 	}
 	want := finished(t, evs)[0]
 	last := ckpt.Ref{Epoch: s.Epochs}
-	resumed, after := false, 0
+	sent, resumed, after := false, false, 0
 	evs, err = driveGrid(t, context.Background(), s, RunOptions{Resume: ckpt.Ref{Epoch: 1}}, func(e Event, cmds chan<- Command) {
 		switch e := e.(type) {
 		case StepDone:
 			if resumed {
 				after++
-			} else if e.Epoch == s.Epochs {
+			} else if e.Epoch == s.Epochs && !sent { // once: a second one would re-open the finished run
 				cmds <- ResumeFrom(last)
+				sent = true
 			}
 		case RunStarted:
 			resumed = e.From() == last

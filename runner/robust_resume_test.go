@@ -166,3 +166,36 @@ func TestCheckSameModel(t *testing.T) {
 		t.Fatalf("classes only: %v", err)
 	}
 }
+
+// A run resumed in a new process tells the front ends what it has behind
+// it: RunStarted carries the epochs before its checkpoint as the first
+// session recorded them, and the memory of every rank follows at once, so
+// a run resumed from its last epoch, which trains nothing, still reports
+// its accuracy history and what it holds (its result's peaks are not 0).
+func TestResumedRunTellsItsHistory(t *testing.T) {
+	s := tinySpec(t, "")
+	first := finished(t, mustCollect(t, s))[0]
+	for _, from := range []int{1, 2} {
+		evs, err := collect(t, s, RunOptions{Resume: ckpt.Ref{Epoch: from}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := slices.IndexFunc(evs, func(e Event) bool { _, ok := e.(RunStarted); return ok })
+		if at < 0 || at+1 >= len(evs) {
+			t.Fatalf("from %d: no RunStarted", from)
+		}
+		st := evs[at].(RunStarted)
+		if st.StartEpoch != from || len(st.History) != from || st.History[from-1].TestAcc != first.EpochResults[from-1].TestAcc ||
+			st.History[0].Seconds != first.EpochResults[0].Seconds {
+			t.Errorf("from %d: RunStarted %+v, want the first %d epochs of %+v", from, st, from, first.EpochResults)
+		}
+		if u, ok := evs[at+1].(MemoryUsage); !ok || u.DevicePeak == 0 {
+			t.Errorf("from %d: after RunStarted comes %#v, want the rank's memory", from, evs[at+1])
+		}
+		res := finished(t, evs)[0]
+		if res.PeakDeviceBytes[0] == 0 || res.PeakHostBytes[0] == 0 || len(res.EpochResults) != 2 || res.FinalTestAcc != first.FinalTestAcc {
+			t.Errorf("from %d: result peaks %v %v, %d epochs, final acc %v (first run %v)", from, res.PeakDeviceBytes,
+				res.PeakHostBytes, len(res.EpochResults), res.FinalTestAcc, first.FinalTestAcc)
+		}
+	}
+}

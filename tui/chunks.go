@@ -28,11 +28,12 @@ type moveCount struct {
 	toHost int   // chunk moves device -> host (copies)
 	drops  int   // clean payloads freed on the device without a copy
 	moved  int64 // bytes moved either way
+	eval   int64 // of moved: by the evaluations, outside the training steps
 	ahead  int   // of toDev: prefetched ([gemini] max_prefetch)
 }
 
 func (m moveCount) plus(o moveCount) moveCount {
-	return moveCount{m.toDev + o.toDev, m.toHost + o.toHost, m.drops + o.drops, m.moved + o.moved, m.ahead + o.ahead}
+	return moveCount{m.toDev + o.toDev, m.toHost + o.toHost, m.drops + o.drops, m.moved + o.moved, m.eval + o.eval, m.ahead + o.ahead}
 }
 
 // add counts one move.
@@ -49,6 +50,9 @@ func (m *moveCount) add(e runner.ChunkMoved) {
 		m.toHost++
 	}
 	m.moved += e.Bytes
+	if e.Eval {
+		m.eval += e.Bytes
+	}
 }
 
 // totalMoves is every rank's moves, in this process or reported.
@@ -89,7 +93,7 @@ func (c *chunkStrip) Update(ev runner.Event) {
 			c.remote = map[int]moveCount{}
 		}
 		c.remote[e.Rank] = moveCount{toDev: e.ToDevice, toHost: e.ToHost, drops: e.Clean,
-			moved: e.H2DBytes + e.D2HBytes, ahead: e.Prefetched}
+			moved: e.H2DBytes + e.D2HBytes, eval: e.EvalH2D + e.EvalD2H, ahead: e.Prefetched}
 	}
 }
 
@@ -142,6 +146,9 @@ func (c *chunkStrip) View(w, h int, st styles) []string {
 		foot = append(foot, l)
 	}
 	foot = append(foot, c.placementLine(st))
+	if l := c.splitLine(st); l != "" {
+		foot = append(foot, l)
+	}
 	if l := c.memLine(st); l != "" {
 		foot = append(foot, l)
 	}
@@ -244,7 +251,8 @@ func (c *chunkStrip) countsLines(counts [numStates]int, w int, st styles) []stri
 	return pack(parts, w)
 }
 
-// placementLine is the legend of the cells' case and every rank's moves.
+// placementLine is the legend of the cells' case and every rank's moves
+// and their bytes.
 func (c *chunkStrip) placementLine(st styles) string {
 	m := c.totalMoves()
 	ahead := ""
@@ -257,4 +265,16 @@ func (c *chunkStrip) placementLine(st styles) string {
 	}
 	return st.dim.Render(fmt.Sprintf("UPPER dev lower host · moves →dev %d%s →host %d%s (%s)",
 		m.toDev, ahead, m.toHost, drops, fmtBytes(m.moved)))
+}
+
+// splitLine, when evaluations moved chunks too, splits the moves' bytes
+// into the training steps' and the evaluations' (the results' h2d_bytes +
+// d2h_bytes and eval_h2d_bytes + eval_d2h_bytes, summed over ranks).
+func (c *chunkStrip) splitLine(st styles) string {
+	m := c.totalMoves()
+	if m.eval <= 0 {
+		return ""
+	}
+	return st.dim.Render(fmt.Sprintf("moved %s = %s in training steps + %s by evaluations",
+		fmtBytes(m.moved), fmtBytes(m.moved-m.eval), fmtBytes(m.eval)))
 }

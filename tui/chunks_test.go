@@ -92,3 +92,38 @@ func TestChunkStripOtherProcesses(t *testing.T) {
 		t.Errorf("after a new run: %q", l)
 	}
 }
+
+// The strip's moves say how much of their bytes the training steps and the
+// evaluations moved (the results' h2d+d2h and eval_h2d+eval_d2h), for this
+// process's ranks and the reported ones alike; the comparison's h2d/d2h
+// bars count every move.
+func TestStripSplitsTrainAndEvalMoves(t *testing.T) {
+	const mib = 1 << 20
+	r := newRun(runner.RunInfo{ID: "g", Plugin: "gemini", WorldSize: 2})
+	r.Update(runner.RunStarted{Info: r.info})
+	for _, mv := range []runner.ChunkMoved{
+		{Run: "g", Rank: 0, ToDevice: true, Bytes: 3 * mib},
+		{Run: "g", Rank: 0, Bytes: 1 * mib},
+		{Run: "g", Rank: 0, ToDevice: true, Bytes: 2 * mib, Eval: true},
+	} {
+		r.Update(mv)
+	}
+	r.Update(runner.ChunkMoves{Run: "g", Rank: 1, ToDevice: 2, H2DBytes: 4 * mib, EvalH2D: 1 * mib})
+	r.Update(runner.ChunksUpdate{Run: "g", Rank: 0, Chunks: fakeChunks(0, 1)})
+	st := newStyles(true)
+	if line, want := ansi.Strip(r.chunks.splitLine(st)), "moved 10.0M = 7.00M in training steps + 3.00M by evaluations"; line != want {
+		t.Errorf("strip split %q, want %q", line, want)
+	}
+	if s := ansi.Strip(strings.Join(r.chunks.View(84, 12, st), "\n")); !strings.Contains(s, "(10.0M)") ||
+		!strings.Contains(s, "moved 10.0M = 7.00M in training steps") {
+		t.Errorf("the strip should show the moves and their split:\n%s", s)
+	}
+	if _, s, _ := allBarGroups[6].value(r); s != "5.00M" {
+		t.Errorf("h2d/rank %s, want rank 0's 5.00M, evaluation included", s)
+	}
+	r.Update(runner.RunStarted{Info: r.info})
+	r.Update(runner.ChunkMoved{Run: "g", Rank: 0, ToDevice: true, Bytes: 3 * mib})
+	if line := ansi.Strip(r.chunks.placementLine(st)); !strings.HasSuffix(line, "(3.00M)") || r.chunks.splitLine(st) != "" {
+		t.Errorf("no evaluation moves: strip line %q, want only the bytes and no split", line)
+	}
+}

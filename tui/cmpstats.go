@@ -37,7 +37,7 @@ type memFacts struct {
 }
 
 func factsOf(u runner.MemoryUsage) memFacts {
-	return memFacts{dev: u.Device, host: u.Host, devPeak: u.DevicePeak, hostPeak: u.HostPeak}
+	return memFacts{dev: u.Device, host: hostCategories(u), devPeak: u.DevicePeak, hostPeak: u.HostTotalPeak()}
 }
 
 func (c *cmpStats) rank(r int) *rankPeak {

@@ -18,6 +18,7 @@ var compareRows = []compareRow{
 	{"gpus", func(r *run) string { return fmt.Sprint(r.info.WorldSize) }},
 	{"status", func(r *run) string { return r.status.String() }},
 	{"epoch", func(r *run) string { return fmt.Sprintf("%d/%d", r.prog.doneEpochs, r.info.Epochs) }},
+	{"resumed", func(r *run) string { return orDash(resumedCell(r)) }},
 	{"final acc", finalAcc},
 	{"best acc", bestAcc},
 	{"epoch time", epochTime},
@@ -67,14 +68,73 @@ func bestAccOf(r *run) (float64, bool) {
 	return b, at > 0
 }
 
+// epochSecsOf is the mean training time of the epochs this session saw
+// end (after a resume: those trained since), else of the epochs the run
+// recorded (a resumed run that had nothing left to train: the ones before
+// its checkpoint).
 func epochSecsOf(r *run) (float64, bool) {
 	if s := r.prog.meanEpochSecs(); s > 0 {
 		return s, true
 	}
-	if res := r.result; res != nil && len(res.EpochResults) > 0 && res.TrainSeconds > 0 {
-		return res.TrainSeconds / float64(len(res.EpochResults)), true
+	es := r.history
+	if r.result != nil && len(r.result.EpochResults) > 0 {
+		es = r.result.EpochResults
 	}
-	return 0, false
+	var sum float64
+	n := 0
+	for _, e := range es {
+		if e.Seconds > 0 {
+			sum, n = sum+e.Seconds, n+1
+		}
+	}
+	return sum / float64(max(n, 1)), n > 0
+}
+
+// trainedSince is how many epochs a run resumed in this session has
+// finished since its checkpoint (its speed and memory are theirs), and
+// whether it was resumed at all.
+func trainedSince(r *run) (int, bool) {
+	if r.from.IsZero() {
+		return 0, false
+	}
+	done, _ := r.from.Done()
+	return r.prog.doneEpochs - done, true
+}
+
+// resumeNote says, for a run resumed in this session, from where and what
+// its time, speed and memory facts cover: "resumed from ep4: ep5-6
+// measured", or that nothing was left to train.
+func resumeNote(r *run) string {
+	n, ok := trainedSince(r)
+	if !ok {
+		return ""
+	}
+	done, _ := r.from.Done()
+	switch {
+	case n <= 0 && r.status.finished():
+		return fmt.Sprintf("resumed at %s: nothing left to train", r.from.Describe())
+	case n <= 0:
+		return fmt.Sprintf("resumed from %s", r.from.Describe())
+	case n == 1:
+		return fmt.Sprintf("resumed from %s: ep%d measured", r.from.Describe(), done+1)
+	}
+	return fmt.Sprintf("resumed from %s: ep%d-%d measured", r.from.Describe(), done+1, done+n)
+}
+
+// resumedCell is the fact table's short form of resumeNote.
+func resumedCell(r *run) string {
+	n, ok := trainedSince(r)
+	if !ok {
+		return ""
+	}
+	done, _ := r.from.Done()
+	switch {
+	case n <= 0 && r.status.finished():
+		return fmt.Sprintf("@%d, none left", r.from.Epoch)
+	case n <= 0:
+		return fmt.Sprintf("@%d", r.from.Epoch)
+	}
+	return fmt.Sprintf("@%d, ep%d-%d", r.from.Epoch, done+1, done+n)
 }
 
 func imagesPerSecOf(r *run) (float64, bool) {
@@ -84,7 +144,10 @@ func imagesPerSecOf(r *run) (float64, bool) {
 	return r.prog.rateEMA, r.prog.rateEMA > 0
 }
 
-// peakOf is the largest peak over ranks, from the result when there is one.
+// peakOf is the largest peak over ranks, from the result when there is
+// one: the device peak is the backend's, the host peak all the host memory
+// a rank holds (MemoryUsage.HostTotalPeak, the results' peak host bytes),
+// as the memory pane shows them.
 func peakOf(r *run, device bool) int64 {
 	var p int64
 	if r.result != nil {
@@ -100,7 +163,7 @@ func peakOf(r *run, device bool) int64 {
 		if device {
 			p = max(p, u.DevicePeak, total(u.Device))
 		} else {
-			p = max(p, u.HostPeak, total(u.Host))
+			p = max(p, u.HostTotalPeak(), u.HostTotal())
 		}
 	}
 	w := r.cmp.worst()

@@ -114,17 +114,23 @@ func maxEpochs(runs []*run, cs compareState) int {
 	return n
 }
 
-// epochLoss is the mean training loss of epoch e (1-based) from the steps seen.
+// epochLoss is the mean training loss of epoch e (1-based) from the steps
+// seen, else as the runner recorded it (an epoch before a resume).
 func epochLoss(c *curvesPane, e int) (float64, bool) {
-	if c.steps <= 0 || e <= 0 {
+	if e <= 0 {
 		return 0, false
 	}
-	lo, hi := (e-1)*c.steps, min(e*c.steps, len(c.losses))
 	sum, k := 0.0, 0
-	for i := lo; i < hi; i++ {
-		if finite(c.losses[i]) {
-			sum, k = sum+c.losses[i], k+1
+	if c.steps > 0 {
+		lo, hi := (e-1)*c.steps, min(e*c.steps, len(c.losses))
+		for i := lo; i < hi; i++ {
+			if finite(c.losses[i]) {
+				sum, k = sum+c.losses[i], k+1
+			}
 		}
+	}
+	if k == 0 && e <= len(c.epochLoss) && finite(c.epochLoss[e-1]) {
+		return c.epochLoss[e-1], true
 	}
 	return sum / float64(max(k, 1)), k > 0
 }
@@ -168,6 +174,9 @@ func compareLegend(runs []*run, sel int, cs compareState, ep, w, n int, st style
 		s := fmt.Sprintf("%s%s %s %s %d/%d", pre, mark, fitLine(r.info.ID, idw),
 			padRight(statusBadge(r.status, st), 11), r.prog.doneEpochs, r.info.Epochs)
 		s += st.dim.Render(fmt.Sprintf("  @ep%d", ep)) + " acc " + padRight(acc, 7) + " loss " + loss
+		if n := resumeNote(r); n != "" {
+			s += st.dim.Render("  " + n)
+		}
 		if !cs.shows(r) {
 			s += st.dim.Render("  (hidden)")
 		}

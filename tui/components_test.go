@@ -19,7 +19,7 @@ func TestStackedBarSegments(t *testing.T) {
 	st := newStyles(true)
 	c := [6]int64{100, 50, 200, 0, 30, 20} // 400 used
 	const w, limit, peak = 40, 800, 600
-	bar := stackedBar(c, limit, peak, w, st)
+	bar := stackedBar(c, limit, peak, 0, w, st)
 	if got := ansi.StringWidth(bar); got != w {
 		t.Fatalf("bar is %d cells, want %d: %q", got, w, bar)
 	}

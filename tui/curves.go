@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"resnetlab/report"
 	"resnetlab/runner"
 )
 
@@ -14,6 +15,10 @@ type curvesPane struct {
 	steps  int       // steps per epoch, to place a step in the series
 	losses []float64 // by global step index; NaN where a step is missing
 	accs   []float64 // by epoch index
+	// epochLoss is each epoch's mean training loss as the runner gave it
+	// (EpochDone, or a resumed run's history), by epoch index: the
+	// epochs before a resume in another process have no steps here.
+	epochLoss []float64
 }
 
 func (c *curvesPane) Update(ev runner.Event) {
@@ -23,6 +28,8 @@ func (c *curvesPane) Update(ev runner.Event) {
 		epochs, steps := e.From().Done()
 		c.losses = truncate(c.losses, epochs*max(c.steps, 0)+steps)
 		c.accs = truncate(c.accs, epochs)
+		c.epochLoss = truncate(c.epochLoss, epochs)
+		c.fillHistory(e.History, epochs)
 	case runner.StepDone:
 		if e.Steps > 0 {
 			c.steps = e.Steps
@@ -30,7 +37,36 @@ func (c *curvesPane) Update(ev runner.Event) {
 		c.losses = place(c.losses, (e.Epoch-1)*c.steps+e.Step-1, e.Loss)
 	case runner.EpochDone:
 		c.accs = place(c.accs, e.Epoch-1, e.TestAcc)
+		c.epochLoss = place(c.epochLoss, e.Epoch-1, e.Loss)
+	case runner.RunFinished:
+		if e.Result != nil {
+			c.fillHistory(e.Result.EpochResults, len(e.Result.EpochResults))
+		}
 	}
+}
+
+// fillHistory adds the accuracies and mean losses of the recorded epochs
+// up to upTo that the curves do not have (a run resumed in this process
+// from another's checkpoint saw none of them).
+func (c *curvesPane) fillHistory(es []report.EpochResult, upTo int) {
+	for _, e := range es {
+		if e.Epoch < 1 || e.Epoch > upTo {
+			continue
+		}
+		c.accs = fill(c.accs, e.Epoch-1, e.TestAcc)
+		c.epochLoss = fill(c.epochLoss, e.Epoch-1, e.Loss)
+	}
+}
+
+// fill stores v at index i where xs has no finite value, keeping the rest.
+func fill(xs []float64, i int, v float64) []float64 {
+	for len(xs) <= i {
+		xs = append(xs, math.NaN())
+	}
+	if !finite(xs[i]) {
+		xs[i] = v
+	}
+	return xs
 }
 
 func truncate(xs []float64, n int) []float64 {

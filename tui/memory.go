@@ -86,7 +86,13 @@ func (m *memoryPane) height(w int, st styles) int {
 	return h
 }
 
-// rankLines is one rank's device and host bars.
+// rankLines is one rank's device and host bars, drawn to one scale so
+// that their lengths compare: the device line is the rank's backend
+// (`cpu` on the CPU backend, whose device is host memory) against its
+// budget (or capacity); the host line is all the host memory the rank
+// holds (MemoryUsage.HostTotal, what the comparison and the results call
+// peak host): pinned and pageable buffers outside the backend, and on the
+// CPU backend the backend itself (the suffix then says "= cpu + N").
 func (m *memoryPane) rankLines(r, lw, w int, st styles) []string {
 	u := m.ranks[r]
 	if !m.seen[r] {
@@ -97,21 +103,26 @@ func (m *memoryPane) rankLines(r, lw, w int, st styles) []string {
 		limit = u.Capacity
 	}
 	used := total(u.Device)
+	dpeak := max(u.DevicePeak, used)
 	dsuf := fmtBytes(used)
 	if limit > 0 {
 		dsuf += "/" + fmtBytes(limit)
 	}
-	dsuf += " pk " + fmtBytes(max(u.DevicePeak, used))
+	dsuf += " pk " + fmtBytes(dpeak)
 	if u.Budget > 0 && used > u.Budget {
 		dsuf = st.bad.Render(dsuf)
 	}
 	hcats := hostCategories(u)
-	hused := total(hcats)
+	hused := u.HostTotal()
+	hpeak := max(u.HostTotalPeak(), hused)
 	hsuf := fmtBytes(hused)
+	if u.DeviceIsHost {
+		hsuf += " = cpu + " + fmtBytes(hused-used)
+	}
 	if u.HostPinned > 0 {
 		hsuf += " pin " + fmtBytes(u.HostPinned)
 	}
-	hsuf += " pk " + fmtBytes(max(u.HostPeak, hused))
+	hsuf += " pk " + fmtBytes(hpeak)
 	sw := max(ansi.StringWidth(dsuf), ansi.StringWidth(hsuf))
 	bw := w - lw - 6 - sw - 1
 	pre := fmt.Sprintf("%-*s ", lw, fmt.Sprintf("r%d", r))
@@ -120,33 +131,40 @@ func (m *memoryPane) rankLines(r, lw, w int, st styles) []string {
 	if u.DeviceIsHost {
 		dev = "cpu  " // the CPU backend: the "device" is host memory too
 	}
+	scale := max(limit, dpeak, hpeak)
 	return []string{
-		pre + dev + stackedBar(u.Device, limit, u.DevicePeak, bw, st) + " " + dsuf,
-		blank + "host " + stackedBar(hcats, 0, u.HostPeak, bw, st) + " " + hsuf,
+		pre + dev + stackedBar(u.Device, limit, dpeak, scale, bw, st) + " " + dsuf,
+		blank + "host " + stackedBar(hcats, 0, hpeak, scale, bw, st) + " " + hsuf,
 	}
 }
 
-// hostCategories is the host bytes per category: Gemini's host tier as
-// its allocator counts them, and the rank's other host buffers (batch
-// buffers, comm staging), which hold data, in the data column.
+// hostCategories is the host bytes per category, adding up to HostTotal:
+// Gemini's host tier as its allocator counts them, the rank's other host
+// buffers (batch buffers, comm and copy staging), which hold data, in the
+// data column, and on the CPU backend the backend's own categories.
 func hostCategories(u runner.MemoryUsage) [6]int64 {
 	c := u.Host
 	if extra := u.HostPageable + u.HostPinned - total(u.Host); extra > 0 {
 		c[5] += extra
 	}
+	if u.DeviceIsHost {
+		for i, b := range u.Device {
+			c[i] += b
+		}
+	}
 	return c
 }
 
 // stackedBar draws the categories side by side over w cells, scaled to the
-// largest of limit, peak and use. '│' marks the limit, '┊' the peak; free
-// cells are '·'. Segment ends are rounded from the running sum so that the
-// segments add up exactly to the rounded total.
-func stackedBar(c [6]int64, limit, peak int64, w int, st styles) string {
+// largest of scale, limit, peak and use. '│' marks the limit, '┊' the
+// peak; free cells are '·'. Segment ends are rounded from the running sum
+// so that the segments add up exactly to the rounded total.
+func stackedBar(c [6]int64, limit, peak, scale int64, w int, st styles) string {
 	if w < 4 {
 		return ""
 	}
 	used := total(c)
-	scale := max(limit, peak, used)
+	scale = max(scale, limit, peak, used)
 	if scale <= 0 {
 		return st.dim.Render(strings.Repeat("·", w))
 	}
@@ -222,7 +240,11 @@ func (m *memoryPane) table(lw, h int, st styles) []string {
 		if len(out)+2 > h {
 			break
 		}
-		out = append(out, tableRow(fmt.Sprintf("%-*s dev ", lw, fmt.Sprintf("r%d", r)), u.Device))
+		dev := "dev "
+		if u.DeviceIsHost {
+			dev = "cpu "
+		}
+		out = append(out, tableRow(fmt.Sprintf("%-*s %s", lw, fmt.Sprintf("r%d", r), dev), u.Device))
 		out = append(out, tableRow(fmt.Sprintf("%-*s host", lw, ""), hostCategories(u)))
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
@@ -24,9 +25,19 @@ type Options struct {
 
 // Messages of the root model.
 type (
-	eventMsg        struct{ ev runner.Event }
+	eventMsg struct{ ev runner.Event }
+	// eventsMsg is every event the runner had queued when one was read (at
+	// most maxBatch): the model applies them all before the next frame.
+	// closed: the channel was closed behind them.
+	eventsMsg struct {
+		evs    []runner.Event
+		closed bool
+	}
 	eventsClosedMsg struct{}
-	checkpointsMsg  struct {
+	// frameMsg is due frameEvery after events changed the model: the
+	// screen is drawn again then (see frame).
+	frameMsg       struct{}
+	checkpointsMsg struct {
 		run  string
 		refs []ckpt.Ref
 	}
@@ -62,6 +73,30 @@ type Model struct {
 	asked     map[string]ckpt.Ref // runs sent ResumeFrom that have not started from it yet
 	closed    bool                // the event channel was closed
 	gridLines []runner.Log        // log lines about the whole grid, for runs not known yet
+	// The screen is drawn at most every frameEvery for runner events, at
+	// once for keys and resizes: ver counts the updates, lazy says the
+	// last ones were events only (a frameMsg is due to draw them), fr is
+	// the last screen drawn (shared by the copies of the model).
+	ver  uint64
+	lazy bool
+	fr   *frame
+}
+
+// frameEvery is the frame interval for runner events (10 frames a
+// second): a step or memory report between two frames waits for the next.
+const frameEvery = 100 * time.Millisecond
+
+// maxBatch bounds the events applied in one update.
+const maxBatch = 512
+
+// frame is the last screen View drew and what it drew it from.
+type frame struct {
+	text    string
+	ver     uint64
+	w, h    int
+	drawn   bool
+	ticking bool // a frameMsg is on its way
+	renders int  // screens drawn so far (tests read it)
 }
 
 // New builds the model for the given runner connection.
@@ -69,6 +104,7 @@ func New(o Options) Model {
 	m := Model{
 		opts: o, keys: defaultKeys(), st: newStyles(false), head: header{title: o.Title},
 		byID: map[string]int{}, follow: true, stopping: map[string]bool{}, asked: map[string]ckpt.Ref{},
+		fr: &frame{},
 	}
 	for _, info := range o.Runs {
 		m.addRun(info)
@@ -103,8 +139,9 @@ func (m *Model) addRun(info runner.RunInfo) *run {
 // Init starts reading the event channel.
 func (m Model) Init() tea.Cmd { return m.waitEvent() }
 
-// waitEvent is the command that blocks for the next runner event; it is
-// issued again after every event, so exactly one read is pending.
+// waitEvent is the command that blocks for the next runner event and
+// takes every event queued behind it (up to maxBatch); it is issued again
+// after every batch, so exactly one read is pending.
 func (m Model) waitEvent() tea.Cmd {
 	ch := m.opts.Events
 	if ch == nil || m.closed {
@@ -115,27 +152,58 @@ func (m Model) waitEvent() tea.Cmd {
 		if !ok {
 			return eventsClosedMsg{}
 		}
-		return eventMsg{ev}
+		evs := []runner.Event{ev}
+		for len(evs) < maxBatch {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					return eventsMsg{evs: evs, closed: true}
+				}
+				evs = append(evs, ev)
+			default:
+				return eventsMsg{evs: evs}
+			}
+		}
+		return eventsMsg{evs: evs}
 	}
 }
 
-// Update routes a message to the handler of its kind.
+// Update applies a message. Runner events are drawn with the next frame
+// (frameEvery after the first of them), everything else at once.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if _, ok := msg.(frameMsg); ok {
+		m.fr.ticking, m.lazy = false, false
+		return m, nil
+	}
+	nm, cmd := m.update(msg)
+	m = nm.(Model)
+	m.ver++
+	switch msg.(type) {
+	case eventMsg, eventsMsg:
+		m.lazy = true
+		if !m.fr.ticking {
+			m.fr.ticking = true
+			cmd = tea.Batch(cmd, tea.Tick(frameEvery, func(time.Time) tea.Msg { return frameMsg{} }))
+		}
+	default:
+		m.lazy = false
+	}
+	return m, cmd
+}
+
+// update routes a message to the handler of its kind.
+func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
 	case tea.ColorProfileMsg:
 		m.st = newStyles(msg.Profile <= colorprofile.ASCII)
 	case eventMsg:
-		return m.onEvent(msg.ev)
+		return m.onEvents([]runner.Event{msg.ev}, false)
+	case eventsMsg:
+		return m.onEvents(msg.evs, msg.closed)
 	case eventsClosedMsg:
-		if !m.allFinished() { // else keep "all runs finished", the better news
-			m.notice = note("event stream closed")
-		}
-		m.closed = true
-		if len(m.stopping) > 0 {
-			return m, tea.Quit
-		}
+		return m.onClosed()
 	case checkpointsMsg:
 		m.picker = resumePicker{run: msg.run, refs: msg.refs}
 		if i, ok := m.byID[msg.run]; ok && m.runs[i].status.finished() {

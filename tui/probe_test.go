@@ -34,8 +34,11 @@ func (p probe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	screen := ansi.Strip(p.Model.render())
 	p.rec.mu.Lock()
 	defer p.rec.mu.Unlock()
-	if _, ok := msg.(eventMsg); ok {
+	switch msg := msg.(type) {
+	case eventMsg:
 		p.rec.events++
+	case eventsMsg:
+		p.rec.events += len(msg.evs)
 	}
 	p.rec.screen = screen
 	return p, cmd

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"resnetlab/ckpt"
 	"resnetlab/report"
 	"resnetlab/runner"
 	"resnetlab/spec"
@@ -42,6 +43,10 @@ type run struct {
 	result   *report.Result
 	err      error
 	lastCkpt *runner.CheckpointSaved
+	// from is where this session's training of the run started (zero: a
+	// fresh start), history the epochs it had behind it then.
+	from    ckpt.Ref
+	history []report.EpochResult
 
 	prog   progressPane
 	mem    memoryPane
@@ -79,6 +84,7 @@ func (r *run) Update(ev runner.Event) {
 	case runner.RunStarted:
 		r.setInfo(e.Info)
 		r.status, r.result, r.err = stRunning, nil, nil
+		r.from, r.history = e.From(), e.History
 	case runner.StepDone:
 		if r.status == stQueued || r.status == stResuming {
 			r.status = stRunning // a step proves the run is going

@@ -11,12 +11,38 @@ import (
 	"resnetlab/runner"
 )
 
-// onEvent hands a runner event to its run, updates the notice line and
-// re-issues the read of the next event.
-func (m Model) onEvent(ev runner.Event) (tea.Model, tea.Cmd) {
+// onEvents applies a batch of runner events in order and re-issues the
+// read of the next ones (or handles the end of the stream behind them).
+func (m Model) onEvents(evs []runner.Event, closed bool) (tea.Model, tea.Cmd) {
+	for _, ev := range evs {
+		if m.onEvent(ev) {
+			return m, tea.Quit
+		}
+	}
+	if closed {
+		return m.onClosed()
+	}
+	return m, m.waitEvent()
+}
+
+// onClosed notes that the runner has exited (its event stream closed).
+func (m Model) onClosed() (tea.Model, tea.Cmd) {
+	if !m.allFinished() { // else keep "all runs finished", the better news
+		m.notice = note("event stream closed")
+	}
+	m.closed = true
+	if len(m.stopping) > 0 {
+		return m, tea.Quit
+	}
+	return m, nil
+}
+
+// onEvent hands a runner event to its run and updates the notice line; it
+// reports whether the UI should quit (the runs it stopped have finished).
+func (m *Model) onEvent(ev runner.Event) (quit bool) {
 	if l, ok := ev.(runner.Log); ok && l.Run == "" {
 		m.gridLog(l)
-		return m, m.waitEvent()
+		return false
 	}
 	r := m.runFor(ev)
 	wasDone := m.allFinished()
@@ -52,14 +78,14 @@ func (m Model) onEvent(ev runner.Event) (tea.Model, tea.Cmd) {
 		if m.stopping[e.Run] {
 			delete(m.stopping, e.Run)
 			if len(m.stopping) == 0 {
-				return m, tea.Quit
+				return true
 			}
 		}
 	}
 	if !wasDone && m.allFinished() && len(m.stopping) == 0 {
 		m.notice = note("all runs finished · v compares them · q or enter exits")
 	}
-	return m, m.waitEvent()
+	return false
 }
 
 // resumeAnswer shows on the notice line, not only in the log, why the

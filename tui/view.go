@@ -17,9 +17,21 @@ const (
 	wideW, wideH       = 120, 30
 )
 
-// View renders the full screen in the alternate screen buffer.
+// View renders the full screen in the alternate screen buffer. The screen
+// is drawn again only when the model changed since the last one, and for
+// runner events only once their frame is due (Update): a step, a memory
+// report or a chunk snapshot never redraws it by itself, so the UI costs
+// at most ten screens a second however fast the runs train.
 func (m Model) View() tea.View {
-	v := tea.NewView(m.render())
+	f := m.fr
+	if f == nil {
+		f = &frame{}
+	}
+	if !f.drawn || f.w != m.w || f.h != m.h || (f.ver != m.ver && !m.lazy) {
+		f.text, f.ver, f.w, f.h, f.drawn = m.render(), m.ver, m.w, m.h, true
+		f.renders++
+	}
+	v := tea.NewView(f.text)
 	v.AltScreen = true
 	v.WindowTitle = "resnetlab"
 	if r := m.selected(); r != nil {

@@ -234,9 +234,12 @@ func (c *cli) writePlots(sp *spec.Spec, opts runner.RunOptions, results []*repor
 }
 
 // tee forwards the runner's events to the UI and keeps the runs' results
-// for the summary printed after the UI has quit. Once the UI has quit it
-// stops forwarding (nobody reads) but keeps reading, so the runner never
-// blocks on a full channel while its runs wind down.
+// for the summary printed after the UI has quit. It reads the runner's
+// channel at once, whatever the UI is doing: events the UI has not taken
+// yet wait in the tee's queue, so a training goroutine never waits for the
+// UI to draw (the UI takes everything queued in one read). Once the UI has
+// quit it stops forwarding (nobody reads) but keeps reading, so the runner
+// never blocks on a full channel while its runs wind down.
 type tee struct {
 	out      chan runner.Event
 	uiGone   chan struct{}
@@ -244,25 +247,48 @@ type tee struct {
 	results  []*report.Result // owned by the tee's goroutine until done closes
 	failed   []string         // the runs that failed, as the UI showed them; owned likewise
 	progress *progress        // how far each run got; owned likewise
+	// queued is the longest the queue got (tests read it after done).
+	queued int
 }
 
 func newTee(in <-chan runner.Event, p *progress) *tee {
 	t := &tee{out: make(chan runner.Event), uiGone: make(chan struct{}), done: make(chan struct{}), progress: p}
-	go func() {
-		defer close(t.done)
-		defer close(t.out)
-		for ev := range in {
+	go t.forward(in)
+	return t
+}
+
+func (t *tee) forward(in <-chan runner.Event) {
+	defer close(t.done)
+	defer close(t.out)
+	var queue []runner.Event
+	gone := t.uiGone
+	for in != nil || (len(queue) > 0 && gone != nil) {
+		var out chan runner.Event // nil (no send) while the queue is empty
+		var next runner.Event
+		if len(queue) > 0 && gone != nil {
+			out, next = t.out, queue[0]
+		}
+		select {
+		case ev, ok := <-in:
+			if !ok {
+				in = nil
+				continue
+			}
 			t.progress.note(ev)
 			if f, ok := ev.(runner.RunFinished); ok {
 				t.finished(f)
 			}
-			select {
-			case t.out <- ev:
-			case <-t.uiGone:
+			if gone != nil {
+				queue = append(queue, ev)
+				t.queued = max(t.queued, len(queue))
 			}
+		case out <- next:
+			queue[0] = nil
+			queue = queue[1:]
+		case <-gone:
+			gone, queue = nil, nil
 		}
-	}()
-	return t
+	}
 }
 
 // finished keeps a run's result and whether it failed (a re-opened run
