@@ -231,16 +231,18 @@ func TestBudgetedOverflowIsSkipped(t *testing.T) {
 	}
 }
 
-// TestSkippedStepDropsSparePayloads: at 1/4 the parameters rest in host
+// TestSkippedStepDropsSparePayloads: with static placement offloading
+// every parameter and optimizer part at 1/4, the parameters rest in host
 // memory, so the early updates also round the new weights into spare host
-// payloads; a step that overflows (its loss scale raised to 2^24) must drop
+// payloads (auto placement keeps some of them on the device at this size); a step that overflows (its loss scale raised to 2^24) must drop
 // them and the steps after it must take their own, ending with the
 // unbudgeted model bit for bit.
 func TestSkippedStepDropsSparePayloads(t *testing.T) {
-	spec := budgetBase(1, Auto)
+	spec := budgetBase(1, Static)
 	spec.steps, spec.overflowAt = 5, 3
 	base := runGemini(t, spec)[0]
 	spec.gem.DeviceBudget = base.peak / 4
+	spec.gem.OffloadParamFrac, spec.gem.OffloadOptimFrac = 1, 1
 	got := runGemini(t, spec)[0]
 	checkBudgetRun(t, "1/4 with a skipped step", spec.gem.DeviceBudget, got, base)
 	before, skipped := got.steps[spec.overflowAt-1], got.steps[spec.overflowAt]

@@ -102,51 +102,33 @@ func (g *Gemini) startEarly(c *chunk) bool {
 }
 
 // spareFor returns c's spare host payload when c's parameters rest in host
-// memory now, or are on the device as a clean copy of host memory that the
-// budget usually drops before the step (then the early update rounds into
-// it), else nil.
+// memory now (then the early update rounds the new weights into it), else
+// nil.
 func (g *Gemini) spareFor(c *chunk) *kernels.Tensor {
 	dst := wbSlot(c)
-	rest := dst.clean
-	if dst.on == Host && dst.pend == nil {
-		rest = dst.t
-	}
-	if rest == nil {
+	if dst.on != Host || dst.pend != nil {
 		return nil
 	}
 	o := &c.opt
 	if o.nextPay == nil {
-		o.nextPay = g.allocRaw(Host, rest.Cat, rest.DType, rest.Len())
+		o.nextPay = g.allocRaw(Host, dst.t.Cat, dst.t.DType, dst.t.Len())
 	}
-	g.early.rounded[c] = rest
+	g.early.rounded[c] = dst.t
 	return o.nextPay
 }
 
-// takeRounded puts c's spare payload, rounded by its early update, in place
-// of the host parameters it was rounded for and reports whether it did
-// (not when they have moved since). Parameters resting in host memory are
-// swapped for it; a clean device copy is overwritten from it on the copy
-// stream, and it stays the copy's clean host twin, so that the copy's
-// eviction later moves nothing. The old tensor is freed, not kept as the
+// takeRounded swaps c's spare payload, rounded by its early update, for
+// the host parameters it was rounded for and reports whether it did (not
+// when they have moved since). The old tensor is freed, not kept as the
 // next spare: a pinned buffer may still be read by an upload's DMA, and
 // the allocator reuses it only once that is done.
 func (g *Gemini) takeRounded(c *chunk) bool {
 	dst, was, spare := wbSlot(c), g.early.rounded[c], c.opt.nextPay
-	switch {
-	case was == nil:
-		return false
-	case dst.on == Host && dst.t == was && dst.pend == nil:
-		g.release(Host, was)
-		dst.t = spare
-	case dst.on == Device && dst.clean == was:
-		g.ready(dst)
-		g.release(Host, was)
-		dst.clean = spare
-		dst.pend = &pending{mv: g.mv.UploadAsync(dst.t, spare.Host)}
-		g.stats.WriteBacks++
-	default:
+	if was == nil || dst.on != Host || dst.t != was || dst.pend != nil {
 		return false
 	}
+	g.release(Host, was)
+	dst.t = spare
 	c.opt.nextPay = nil
 	g.stats.EarlyWriteBacks++
 	return true
