@@ -6,12 +6,15 @@
 //
 // The table goes to $KPROF_OUT (default kprof.txt), rewritten after every
 // CUPTI buffer it receives: a Go program leaves through exit_group, so no
-// atexit handler would run. Buffers are flushed every 100 ms, so only the
-// last fraction of a second of a run can be missing from the table.
+// atexit handler would run, and CUPTI hands over a buffer only when it is
+// full or flushed. A thread of ours therefore flushes every 200 ms, so only
+// the last fraction of a second of a run can be missing from the table.
 //
 // KREC is the kernel record type of the CUPTI headers at hand
 // (CUpti_ActivityKernel9, 10, ...); run.sh passes the newest it finds.
 #include <cupti.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +24,7 @@
 #define KREC CUpti_ActivityKernel9
 #endif
 
-#define BUF_BYTES (16u << 20)
+#define BUF_BYTES (4u << 20)
 #define MAX_ENTS 8192
 
 typedef struct {
@@ -31,6 +34,7 @@ typedef struct {
 
 static ent ents[MAX_ENTS];
 static int nents;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; // ents: CUPTI's thread and the flusher both deliver buffers
 
 static void add(const char* name, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned long long ns) {
   char key[320];
@@ -80,6 +84,7 @@ static void CUPTIAPI bufRequested(uint8_t** buf, size_t* size, size_t* maxRecord
 static void CUPTIAPI bufCompleted(CUcontext ctx, uint32_t stream, uint8_t* buf, size_t size, size_t valid) {
   (void)ctx, (void)stream, (void)size;
   CUpti_Activity* r = NULL;
+  pthread_mutex_lock(&mu);
   while (cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS) {
     if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && r->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
     const KREC* k = (const KREC*)r;
@@ -87,11 +92,24 @@ static void CUPTIAPI bufCompleted(CUcontext ctx, uint32_t stream, uint8_t* buf, 
   }
   free(buf);
   dump();
+  pthread_mutex_unlock(&mu);
+}
+
+static void* flusher(void* arg) {
+  (void)arg;
+  const struct timespec d = {0, 200 * 1000 * 1000};
+  for (;;) {
+    nanosleep(&d, NULL);
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+  return NULL;
 }
 
 int InitializeInjection(void) {
   if (cuptiActivityRegisterCallbacks(bufRequested, bufCompleted) != CUPTI_SUCCESS) return 0;
   if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) return 0;
-  cuptiActivityFlushPeriod(100);
+  pthread_t th;
+  pthread_create(&th, NULL, flusher, NULL);
+  pthread_detach(th);
   return 1;
 }

@@ -15,7 +15,7 @@ lib=$(find "$(dirname "$inc")" /usr/local/cuda*/ / -xdev -name 'libcupti.so*' 2>
 [ -n "$lib" ] || { echo "kprof: no libcupti.so found" >&2; exit 1; }
 krec=$(grep -o 'CUpti_ActivityKernel[0-9]*' "$inc"/cupti_activity*.h | sed 's/.*Kernel//' | sort -n | tail -1)
 so=${TMPDIR:-/tmp}/libkprof.so
-cc -O2 -shared -fPIC -o "$so" "$here/kprof.c" -I"$inc" -I/usr/local/cuda/include -DKREC=CUpti_ActivityKernel"$krec" \
+cc -O2 -shared -fPIC -pthread -o "$so" "$here/kprof.c" -I"$inc" -I/usr/local/cuda/include -DKREC=CUpti_ActivityKernel"$krec" \
 	"$lib" -Wl,-rpath,"$(dirname "$lib")"
 echo "kprof: $so (CUpti_ActivityKernel$krec, $lib)" >&2
 CUDA_INJECTION64_PATH=$so KPROF_OUT=$out "$@"
