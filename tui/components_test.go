@@ -109,7 +109,7 @@ func TestCurvesResume(t *testing.T) {
 func TestPauseNeedsConfirmation(t *testing.T) {
 	var sent []runner.Command
 	info := runner.RunInfo{ID: "a", Epochs: 2, StepsPerEpoch: 4}
-	m := New(Options{Runs: []runner.RunInfo{info}, Send: func(_ string, c runner.Command) { sent = append(sent, c) }})
+	m := New(Options{Runs: []runner.RunInfo{info}, Send: func(_ string, c runner.Command) bool { sent = append(sent, c); return true }})
 	m = step(m, eventMsg{runner.RunStarted{Info: info}})
 	m = step(m, keyMsg("p"))
 	if len(sent) != 1 || sent[0] != (runner.Pause{}) {
@@ -134,7 +134,7 @@ func TestPauseNeedsConfirmation(t *testing.T) {
 func TestPendingPauseAsksAgain(t *testing.T) {
 	var sent []runner.Command
 	info := runner.RunInfo{ID: "a", Epochs: 2, StepsPerEpoch: 4}
-	m := New(Options{Runs: []runner.RunInfo{info}, Send: func(_ string, c runner.Command) { sent = append(sent, c) }})
+	m := New(Options{Runs: []runner.RunInfo{info}, Send: func(_ string, c runner.Command) bool { sent = append(sent, c); return true }})
 	m = step(m, eventMsg{runner.RunStarted{Info: info}})
 	m = step(step(m, keyMsg("p")), keyMsg("p"))
 	if want := []runner.Command{runner.Pause{}, runner.Pause{}}; !slices.Equal(sent, want) {
@@ -152,6 +152,34 @@ func TestPendingPauseAsksAgain(t *testing.T) {
 	m = step(m, eventMsg{runner.Resumed{Run: "a"}})
 	if s := ansi.Strip(m.render()); !strings.Contains(s, "RUNNING") {
 		t.Fatalf("after Resumed the header must say RUNNING:\n%s", s)
+	}
+}
+
+// A command the runner's full queue refuses is not lost silently: the
+// screen says it was not sent and the run's state stays as it was, so the
+// key can be pressed again.
+func TestRefusedCommandIsShown(t *testing.T) {
+	accept := false
+	var sent []runner.Command
+	info := runner.RunInfo{ID: "a", Epochs: 2, StepsPerEpoch: 4}
+	m := New(Options{Runs: []runner.RunInfo{info}, Send: func(_ string, c runner.Command) bool {
+		if accept {
+			sent = append(sent, c)
+		}
+		return accept
+	}})
+	m = step(m, eventMsg{runner.RunStarted{Info: info}})
+	for _, k := range []string{"p", "c"} {
+		m = step(m, keyMsg(k))
+		s := ansi.Strip(m.render())
+		if !strings.Contains(s, "not sent") || strings.Contains(s, "PAUSING") || !strings.Contains(s, "RUNNING") {
+			t.Fatalf("%s refused by the runner: the screen must say it was not sent and the run still RUNNING:\n%s", k, s)
+		}
+	}
+	accept = true
+	m = step(m, keyMsg("p"))
+	if s := ansi.Strip(m.render()); len(sent) != 1 || !strings.Contains(s, "PAUSING") {
+		t.Fatalf("p again once the queue takes it: sent %v, screen:\n%s", sent, s)
 	}
 }
 

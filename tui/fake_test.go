@@ -111,7 +111,7 @@ func (f *fakeRunner) options() Options {
 }
 
 // Send records the command and queues it for the run; it never blocks.
-func (f *fakeRunner) Send(run string, c runner.Command) {
+func (f *fakeRunner) Send(run string, c runner.Command) bool {
 	f.mu.Lock()
 	f.sent = append(f.sent, sentCmd{run, c})
 	ch := f.cmds[run]
@@ -121,7 +121,7 @@ func (f *fakeRunner) Send(run string, c runner.Command) {
 		for _, info := range f.runs {
 			f.cmds[info.ID] <- q
 		}
-		return
+		return true
 	}
 	if rf, ok := c.(runner.ResumeFrom); ok && ended {
 		for _, info := range f.runs {
@@ -129,13 +129,14 @@ func (f *fakeRunner) Send(run string, c runner.Command) {
 				f.reopen <- reopenReq{info, rf.Epoch}
 			}
 		}
-		return
+		return true
 	}
 	select {
 	case ch <- c:
 	default:
 		f.t.Errorf("command queue of %s full", run)
 	}
+	return true
 }
 
 func (f *fakeRunner) commands() []sentCmd {

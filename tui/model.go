@@ -19,8 +19,8 @@ type Options struct {
 	SpecFile    string           // the spec's path, for the resume hint once the runner has exited
 	Runs        []runner.RunInfo // every cell of the grid, in order
 	Events      <-chan runner.Event
-	Send        func(run string, c runner.Command) // deliver a command to run ("": to the grid); must not block for long
-	Checkpoints func(run string) []ckpt.Ref        // the run's saved checkpoints, in training order, for the r key
+	Send        func(run string, c runner.Command) bool // deliver a command to run ("": to the grid) and report whether it was queued; must not block for long
+	Checkpoints func(run string) []ckpt.Ref             // the run's saved checkpoints, in training order, for the r key
 }
 
 // Messages of the root model.
@@ -232,8 +232,14 @@ func (m Model) allFinished() bool {
 	return len(m.runs) > 0 && !slices.ContainsFunc(m.runs, func(r *run) bool { return !r.status.finished() })
 }
 
-func (m Model) send(run string, c runner.Command) {
-	if m.opts.Send != nil {
-		m.opts.Send(run, c)
-	}
+// send delivers c and reports whether it was queued: false when the
+// runner's command queue is full (then the caller says so and changes
+// nothing, so the user can press the key again).
+func (m Model) send(run string, c runner.Command) bool {
+	return m.opts.Send == nil || m.opts.Send(run, c)
+}
+
+// notSent is the notice for a command the runner's full queue refused.
+func notSent(what, id string) notice {
+	return note("%s for %s not sent (the runner's queue is full): press again", what, id)
 }

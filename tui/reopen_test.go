@@ -54,7 +54,7 @@ func TestResumeFinishedRunReopensIt(t *testing.T) {
 func TestResumeFinishedRunAfterRunnerExited(t *testing.T) {
 	var sent []sentCmd
 	m := New(Options{Runs: testGrid()[:1], SpecFile: "experiments/zero.toml",
-		Send: func(run string, c runner.Command) { sent = append(sent, sentCmd{run, c}) }})
+		Send: func(run string, c runner.Command) bool { sent = append(sent, sentCmd{run, c}); return true }})
 	id := m.runs[0].info.ID
 	m = step(m, eventMsg{runner.RunStarted{Info: m.runs[0].info}})
 	m = step(m, eventMsg{runner.RunFinished{Run: id, Result: &report.Result{Status: "done"}}})
@@ -70,7 +70,7 @@ func TestResumeFinishedRunAfterRunnerExited(t *testing.T) {
 	}
 	// In a grid of several runs the command names the run: --resume alone
 	// would resume every run of the spec.
-	m = New(Options{Runs: testGrid()[:2], SpecFile: "experiments/zero.toml", Send: func(string, runner.Command) {}})
+	m = New(Options{Runs: testGrid()[:2], SpecFile: "experiments/zero.toml", Send: func(string, runner.Command) bool { return true }})
 	id = m.runs[1].info.ID
 	m.runs[1].status, m.closed = stDone, true
 	m.resumeFrom(id, ckpt.Ref{Epoch: 3, Step: 7})
@@ -163,7 +163,7 @@ func TestPickerListsMidEpochCheckpoints(t *testing.T) {
 	var sent []sentCmd
 	saved := []ckpt.Ref{{Epoch: 1}, {Epoch: 2, Step: 3}, {Epoch: 2}}
 	m := New(Options{Runs: testGrid()[:1],
-		Send:        func(run string, c runner.Command) { sent = append(sent, sentCmd{run, c}) },
+		Send:        func(run string, c runner.Command) bool { sent = append(sent, sentCmd{run, c}); return true },
 		Checkpoints: func(string) []ckpt.Ref { return saved }})
 	id := m.runs[0].info.ID
 	m = step(m, eventMsg{runner.RunStarted{Info: m.runs[0].info}})
@@ -215,7 +215,7 @@ func TestQuitDialogCountsPausedApart(t *testing.T) {
 // warning before an accepted resume shows too, and RunStarted then says
 // where the run resumed from.
 func TestRefusedResumeShowsWhyOnTheNoticeLine(t *testing.T) {
-	m := New(Options{Runs: testGrid()[:1], Send: func(string, runner.Command) {}})
+	m := New(Options{Runs: testGrid()[:1], Send: func(string, runner.Command) bool { return true }})
 	m.w, m.h, m.st = 120, 30, newStyles(true)
 	id := m.runs[0].info.ID
 	m = step(m, eventMsg{runner.RunStarted{Info: m.runs[0].info}})

@@ -32,7 +32,7 @@ func TestResumeWhilePausedTrainsOn(t *testing.T) {
 		return ok && sd.Epoch == 2 && sd.Step == 1
 	})
 	o := Options{Runs: []runner.RunInfo{runner.QueuedInfo(s, cells[0])}, Events: events,
-		Send: func(run string, c runner.Command) { cmds <- runner.To{Run: run, Cmd: c} },
+		Send: func(run string, c runner.Command) bool { cmds <- runner.To{Run: run, Cmd: c}; return true },
 		Checkpoints: func(string) []ckpt.Ref {
 			refs, _ := ckpt.ListRefs(filepath.Join(dir, "ckpt"))
 			return refs

@@ -103,28 +103,34 @@ func (m *Model) onCompareKey(msg tea.KeyPressMsg) bool {
 
 // togglePause sends Pause or Resume; the status says PAUSED/RUNNING only
 // when the runner confirms with Paused/Resumed. While it waits, p asks
-// again: the runner answers every Pause and Resume, so a request that was
-// lost (Send drops a command it cannot queue) never leaves the run
-// PAUSING… or RESUMING… for good.
+// again: the runner answers every Pause and Resume, so the run never stays
+// PAUSING… or RESUMING… for good. A command the runner's full queue
+// refuses changes nothing and says so.
 func (m *Model) togglePause(r *run) {
 	id := r.info.ID
+	if !r.status.active() {
+		m.notice = note("%s is not training (%s)", id, r.status)
+		return
+	}
+	c, what := runner.Command(runner.Pause{}), "pause"
+	if r.status == stPaused || r.status == stResuming {
+		c, what = runner.Resume{}, "resume"
+	}
+	if !m.send(id, c) {
+		m.notice = notSent(what, id)
+		return
+	}
 	switch r.status {
 	case stRunning:
-		m.send(id, runner.Pause{})
 		r.status = stPausing
 		m.notice = note("pause requested for %s (takes effect after the current step)", id)
 	case stPaused:
-		m.send(id, runner.Resume{})
 		r.status = stResuming
 		m.notice = note("resume requested for %s", id)
 	case stPausing:
-		m.send(id, runner.Pause{})
 		m.notice = note("waiting for %s to confirm the pause (asked again)", id)
 	case stResuming:
-		m.send(id, runner.Resume{})
 		m.notice = note("waiting for %s to confirm the resume (asked again)", id)
-	default:
-		m.notice = note("%s is not training (%s)", id, r.status)
 	}
 }
 
@@ -134,7 +140,10 @@ func (m *Model) checkpointNow(r *run) {
 		m.notice = note("%s is not training (%s): nothing to checkpoint", id, r.status)
 		return
 	}
-	m.send(id, runner.CheckpointNow{})
+	if !m.send(id, runner.CheckpointNow{}) {
+		m.notice = notSent("checkpoint", id)
+		return
+	}
 	m.notice = note("checkpoint requested for %s…", id)
 }
 
@@ -194,13 +203,13 @@ func (m *Model) resumeFrom(id string, ref ckpt.Ref) {
 		}
 		m.notice = note("%s has finished and the runner has exited · to train from %s again: "+
 			"resnetlab run --resume %s%s %s", id, ref.Describe(), ref, only, spec)
+	case !m.send(id, runner.ResumeFrom(ref)):
+		m.notice = notSent("resume from "+ref.Describe(), id)
 	case r.status.finished():
-		m.send(id, runner.ResumeFrom(ref))
 		m.asked[id] = ref
 		m.notice = note("re-opening %s from %s: it trains to epoch %d again and its result is replaced",
 			id, ref.Describe(), r.info.Epochs)
 	default:
-		m.send(id, runner.ResumeFrom(ref))
 		m.asked[id] = ref
 		m.notice = note("resume of %s from %s requested", id, ref.Describe())
 	}
@@ -215,7 +224,10 @@ func (m Model) stopAndQuit(checkpoint bool) (tea.Model, tea.Cmd) {
 	if m.closed {
 		return m, tea.Quit
 	}
-	m.send("", runner.Quit{Checkpoint: checkpoint})
+	if !m.send("", runner.Quit{Checkpoint: checkpoint}) {
+		m.notice = notSent("quit", "the grid")
+		return m, nil
+	}
 	n := m.markStopping()
 	if n == 0 {
 		return m, tea.Quit

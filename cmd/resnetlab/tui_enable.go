@@ -35,13 +35,15 @@ func tuiOptions(sp *spec.Spec, cells []spec.Cell, events <-chan runner.Event,
 		SpecFile: sp.File,
 		Runs:     infos,
 		Events:   events,
-		Send: func(run string, c runner.Command) {
+		Send: func(run string, c runner.Command) bool {
 			if run != "" {
 				c = runner.To{Run: run, Cmd: c}
 			}
 			select { // never block the UI; the buffer only fills once no run reads it
 			case cmds <- c:
+				return true
 			default:
+				return false
 			}
 		},
 		Checkpoints: func(run string) []ckpt.Ref {
