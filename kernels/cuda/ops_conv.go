@@ -273,17 +273,41 @@ func (b *Backend) Conv2dBackward(dx, dw, dy, x, w *kernels.Tensor, p kernels.Con
 }
 
 // convDgrad queues dx = the data gradient on stream st; on small maps only
-// the window's taps of w take part (see window).
+// the window's taps of w take part (see window). A stride-1 data gradient
+// is a forward convolution of dy (see flipped), which the forward GEMM
+// runs two to three times faster than the BWDD GEMM's gather of dy.
 func (b *Backend) convDgrad(st uintptr, s convShape, dx, dy, w *kernels.Tensor) {
 	win, ok := s.window()
-	if !ok {
-		b.gemmOn(st, modeBwdData, s, dy.Dev, w.Dev, dx, nil, false)
+	wt := w
+	if ok {
+		wt = b.scratch(w.DType, int(s.K), int(s.C), int(win.R), int(win.S))
+		b.moveTapsOn(st, wt, w, s, win, 0)
+		defer b.freeScratch(wt)
+	}
+	fs, flip := win.flipped()
+	if !flip {
+		b.gemmOn(st, modeBwdData, win, dy.Dev, wt.Dev, dx, nil, false)
 		return
 	}
-	wc := b.scratch(w.DType, int(s.K), int(s.C), int(win.R), int(win.S))
-	b.moveTapsOn(st, wc, w, s, win, 0)
-	b.gemmOn(st, modeBwdData, win, dy.Dev, wc.Dev, dx, nil, false)
-	b.freeScratch(wc)
+	wf := b.scratch(w.DType, int(win.C), int(win.K), int(win.R), int(win.S))
+	b.args.reset().ptr(wf.Dev).ptr(wt.Dev).i32(int(w.DType)).i32(int(win.K)).i32(int(win.C)).i32(int(win.R * win.S))
+	b.launchOn(st, "conv_flip", b.gridFor(wf.Len()), 1, 1, 256)
+	b.gemmOn(st, modeFwd, fs, dy.Dev, wf.Dev, dx, nil, false)
+	b.freeScratch(wf)
+}
+
+// flipped is the forward convolution that computes s's data gradient, and
+// whether there is one: for stride 1 and square kernels with pad <= R-1,
+// dx[n,c,h,w] = sum_{k,r,s} dy[n,k,h-(R-1-pad)+r,w-(S-1-pad)+s] wf[c,k,r,s]
+// with wf the weights rotated by 180 degrees and transposed (conv_flip):
+// a convolution of dy (K channels, P x Q) into C channels of H x W, pad
+// R-1-pad. The products are the same; their order in the fp32 sum is not
+// (taps run the other way), so results move by fp32 rounding only.
+func (s convShape) flipped() (convShape, bool) {
+	if s.Stride != 1 || s.R != s.S || s.Pad > s.R-1 {
+		return s, false
+	}
+	return convShape{N: s.N, C: s.K, H: s.P, W: s.Q, K: s.C, R: s.R, S: s.S, P: s.H, Q: s.W, Stride: 1, Pad: s.R - 1 - s.Pad}, true
 }
 
 // convWgrad queues dw = the weight gradient on stream st; on small maps the

@@ -553,3 +553,15 @@ extern "C" __global__ void conv_taps(void* dst, const void* src, int dt, i64 kc,
     }
   }
 }
+
+// conv_flip turns a convolution's weights src [K, C, R, S] into those of
+// its stride-1 data gradient as a forward convolution, dst [C, K, R, S]
+// with every kernel rotated by 180 degrees: dst[c,k,r,s] =
+// src[k,c,R-1-r,S-1-s] (rs is R*S; the flat tap index reverses). Exact:
+// same dtype in and out.
+extern "C" __global__ void conv_flip(void* dst, const void* src, int dt, int K, int C, int rs) {
+  GRID_LOOP(i, (i64)K * C * rs) {
+    i64 t = i % rs, ck = i / rs, k = ck % K, c = ck / K;
+    st(dst, dt, i, ld(src, dt, (k * C + c) * rs + (rs - 1 - t)));
+  }
+}
