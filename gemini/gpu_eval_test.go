@@ -72,7 +72,7 @@ func evalRun(t *testing.T, dev *cuda.Backend, cfg Config, watch bool) (int64, er
 		m.SetHooks(w)
 	}
 	for range 3 {
-		dev.Free(m.Forward(x, false))
+		m.Forward(x, false) // the output is the model's, freed with it
 	}
 	m.SetHooks(g)
 	ev := dev.MemStats().TotalPeak
