@@ -239,7 +239,7 @@ func (b *Backend) moveTapsOn(st uintptr, dst, src *kernels.Tensor, s, win convSh
 	r0 := s.Pad - win.Pad
 	b.args.reset().ptr(dst.Dev).ptr(src.Dev).i32(int(dst.DType)).i64(int(s.K) * int(s.C)).
 		i32(int(s.R)).i32(int(s.S)).i32(int(r0)).i32(int(r0)).i32(int(win.R)).i32(int(win.S)).i32(toFull)
-	b.launchOn(st, "conv_taps", b.gridFor(dst.Len()), 1, 1, 256)
+	b.launchOn(st, "conv_taps", ceilDiv(int(s.K)*int(s.C), 256), 1, 1, 256) // a thread per (k, c)
 }
 
 // Conv2dBackward writes dx (skipped if nil) and dw.

@@ -534,23 +534,19 @@ extern "C" __global__ void adam_copy(const AdamCopyEntry* tab, int ntab, AdamHP 
 // (ops_conv.go's tapWindow). toFull = 0 slices src [kc, R, S] into dst
 // [kc, Rw, Sw]; toFull = 1 scatters src [kc, Rw, Sw] into dst [kc, R, S] and
 // zeroes the other taps (their weight gradient is exactly zero). Copies are
-// exact: same dtype in and out.
+// exact: same dtype in and out. One thread per (k, c) pair walks its taps,
+// so no thread divides a 64-bit index (the launch covers kc threads).
 extern "C" __global__ void conv_taps(void* dst, const void* src, int dt, i64 kc, int R, int S, int r0, int s0,
                                      int Rw, int Sw, int toFull) {
-  if (toFull) {
-    GRID_LOOP(i, kc * R * S) {
-      i64 k = i / (R * S);
-      int rs = (int)(i - k * R * S), r = rs / S - r0, s = rs % S - s0;
-      float v = 0.f;
-      if (r >= 0 && r < Rw && s >= 0 && s < Sw) v = ld(src, dt, k * Rw * Sw + r * Sw + s);
-      st(dst, dt, i, v);
-    }
-  } else {
-    GRID_LOOP(i, kc * Rw * Sw) {
-      i64 k = i / (Rw * Sw);
-      int rs = (int)(i - k * Rw * Sw), r = rs / Sw + r0, s = rs % Sw + s0;
-      st(dst, dt, i, ld(src, dt, k * R * S + r * S + s));
-    }
+  GRID_LOOP(j, kc) {
+    const i64 full = j * R * S, win = j * Rw * Sw;
+    for (int r = 0; r < R; r++)
+      for (int s = 0; s < S; s++) {
+        const int rr = r - r0, ss = s - s0;
+        const bool in = rr >= 0 && rr < Rw && ss >= 0 && ss < Sw;
+        if (toFull) st(dst, dt, full + r * S + s, in ? ld(src, dt, win + rr * Sw + ss) : 0.f);
+        else if (in) st(dst, dt, win + rr * Sw + ss, ld(src, dt, full + r * S + s));
+      }
   }
 }
 
