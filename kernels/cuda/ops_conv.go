@@ -237,9 +237,9 @@ func (b *Backend) moveTaps(dst, src *kernels.Tensor, s, win convShape, toFull in
 // moveTapsOn is moveTaps on stream st.
 func (b *Backend) moveTapsOn(st uintptr, dst, src *kernels.Tensor, s, win convShape, toFull int) {
 	r0 := s.Pad - win.Pad
-	b.args.reset().ptr(dst.Dev).ptr(src.Dev).i32(int(dst.DType)).i64(int(s.K) * int(s.C)).
+	b.args.reset().ptr(dst.Dev).ptr(src.Dev).i32(int(dst.DType)).i32(int(s.K) * int(s.C)).
 		i32(int(s.R)).i32(int(s.S)).i32(int(r0)).i32(int(r0)).i32(int(win.R)).i32(int(win.S)).i32(toFull)
-	b.launchOn(st, "conv_taps", ceilDiv(int(s.K)*int(s.C), 256), 1, 1, 256) // a thread per (k, c)
+	b.launchOn(st, "conv_taps", ceilDiv(dst.Len(), 256), 1, 1, 256) // a thread per element
 }
 
 // Conv2dBackward writes dx (skipped if nil) and dw.
@@ -291,7 +291,7 @@ func (b *Backend) convDgrad(st uintptr, s convShape, dx, dy, w *kernels.Tensor) 
 	}
 	wf := b.scratch(w.DType, int(win.C), int(win.K), int(win.R), int(win.S))
 	b.args.reset().ptr(wf.Dev).ptr(wt.Dev).i32(int(w.DType)).i32(int(win.K)).i32(int(win.C)).i32(int(win.R * win.S))
-	b.launchOn(st, "conv_flip", b.gridFor(wf.Len()), 1, 1, 256)
+	b.launchOn(st, "conv_flip", ceilDiv(wf.Len(), 256), 1, 1, 256) // a thread per element
 	b.gemmOn(st, modeFwd, fs, dy.Dev, wf.Dev, dx, nil, false)
 	b.freeScratch(wf)
 }

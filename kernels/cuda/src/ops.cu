@@ -534,19 +534,23 @@ extern "C" __global__ void adam_copy(const AdamCopyEntry* tab, int ntab, AdamHP 
 // (ops_conv.go's tapWindow). toFull = 0 slices src [kc, R, S] into dst
 // [kc, Rw, Sw]; toFull = 1 scatters src [kc, Rw, Sw] into dst [kc, R, S] and
 // zeroes the other taps (their weight gradient is exactly zero). Copies are
-// exact: same dtype in and out. One thread per (k, c) pair walks its taps,
-// so no thread divides a 64-bit index (the launch covers kc threads).
-extern "C" __global__ void conv_taps(void* dst, const void* src, int dt, i64 kc, int R, int S, int r0, int s0,
+// exact: same dtype in and out. A thread per element of dst, with 32-bit
+// index arithmetic (the host checks that weights have fewer than 2^31
+// elements): 64-bit divisions made it several times slower.
+extern "C" __global__ void conv_taps(void* dst, const void* src, int dt, int kc, int R, int S, int r0, int s0,
                                      int Rw, int Sw, int toFull) {
-  GRID_LOOP(j, kc) {
-    const i64 full = j * R * S, win = j * Rw * Sw;
-    for (int r = 0; r < R; r++)
-      for (int s = 0; s < S; s++) {
-        const int rr = r - r0, ss = s - s0;
-        const bool in = rr >= 0 && rr < Rw && ss >= 0 && ss < Sw;
-        if (toFull) st(dst, dt, full + r * S + s, in ? ld(src, dt, win + rr * Sw + ss) : 0.f);
-        else if (in) st(dst, dt, win + rr * Sw + ss, ld(src, dt, full + r * S + s));
-      }
+  const int RS = R * S, RSw = Rw * Sw;
+  const int n = kc * (toFull ? RS : RSw);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    if (toFull) {
+      const int k = i / RS, rs = i - k * RS, r = rs / S - r0, sx = rs % S - s0;
+      float v = 0.f;
+      if (r >= 0 && r < Rw && sx >= 0 && sx < Sw) v = ld(src, dt, k * RSw + r * Sw + sx);
+      st(dst, dt, i, v);
+    } else {
+      const int k = i / RSw, rs = i - k * RSw, r = rs / Sw + r0, sx = rs % Sw + s0;
+      st(dst, dt, i, ld(src, dt, k * RS + r * S + sx));
+    }
   }
 }
 
@@ -554,10 +558,11 @@ extern "C" __global__ void conv_taps(void* dst, const void* src, int dt, i64 kc,
 // its stride-1 data gradient as a forward convolution, dst [C, K, R, S]
 // with every kernel rotated by 180 degrees: dst[c,k,r,s] =
 // src[k,c,R-1-r,S-1-s] (rs is R*S; the flat tap index reverses). Exact:
-// same dtype in and out.
+// same dtype in and out. 32-bit indices, as conv_taps.
 extern "C" __global__ void conv_flip(void* dst, const void* src, int dt, int K, int C, int rs) {
-  GRID_LOOP(i, (i64)K * C * rs) {
-    i64 t = i % rs, ck = i / rs, k = ck % K, c = ck / K;
+  const int n = K * C * rs;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int ck = i / rs, t = i - ck * rs, c = ck / K, k = ck - c * K;
     st(dst, dt, i, ld(src, dt, (k * C + c) * rs + (rs - 1 - t)));
   }
 }
