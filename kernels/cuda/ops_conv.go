@@ -275,25 +275,28 @@ func (b *Backend) Conv2dBackward(dx, dw, dy, x, w *kernels.Tensor, p kernels.Con
 // convDgrad queues dx = the data gradient on stream st; on small maps only
 // the window's taps of w take part (see window). A stride-1 data gradient
 // is a forward convolution of dy (see flipped), which the forward GEMM
-// runs two to three times faster than the BWDD GEMM's gather of dy.
+// runs about twice as fast as the BWDD GEMM's gather of dy; conv_flip
+// writes its weights, the window's taps only, in one pass.
 func (b *Backend) convDgrad(st uintptr, s convShape, dx, dy, w *kernels.Tensor) {
 	win, ok := s.window()
-	wt := w
-	if ok {
-		wt = b.scratch(w.DType, int(s.K), int(s.C), int(win.R), int(win.S))
-		b.moveTapsOn(st, wt, w, s, win, 0)
-		defer b.freeScratch(wt)
-	}
-	fs, flip := win.flipped()
-	if !flip {
-		b.gemmOn(st, modeBwdData, win, dy.Dev, wt.Dev, dx, nil, false)
+	if fs, flip := win.flipped(); flip {
+		wf := b.scratch(w.DType, int(win.C), int(win.K), int(win.R), int(win.S))
+		r0 := s.Pad - win.Pad
+		b.args.reset().ptr(wf.Dev).ptr(w.Dev).i32(int(w.DType)).i32(int(s.K)).i32(int(s.C)).i32(int(s.R)).i32(int(s.S)).
+			i32(int(r0)).i32(int(r0)).i32(int(win.R)).i32(int(win.S))
+		b.launchOn(st, "conv_flip", ceilDiv(wf.Len(), 256), 1, 1, 256) // a thread per element
+		b.gemmOn(st, modeFwd, fs, dy.Dev, wf.Dev, dx, nil, false)
+		b.freeScratch(wf)
 		return
 	}
-	wf := b.scratch(w.DType, int(win.C), int(win.K), int(win.R), int(win.S))
-	b.args.reset().ptr(wf.Dev).ptr(wt.Dev).i32(int(w.DType)).i32(int(win.K)).i32(int(win.C)).i32(int(win.R * win.S))
-	b.launchOn(st, "conv_flip", ceilDiv(wf.Len(), 256), 1, 1, 256) // a thread per element
-	b.gemmOn(st, modeFwd, fs, dy.Dev, wf.Dev, dx, nil, false)
-	b.freeScratch(wf)
+	if !ok {
+		b.gemmOn(st, modeBwdData, s, dy.Dev, w.Dev, dx, nil, false)
+		return
+	}
+	wc := b.scratch(w.DType, int(s.K), int(s.C), int(win.R), int(win.S))
+	b.moveTapsOn(st, wc, w, s, win, 0)
+	b.gemmOn(st, modeBwdData, win, dy.Dev, wc.Dev, dx, nil, false)
+	b.freeScratch(wc)
 }
 
 // flipped is the forward convolution that computes s's data gradient, and

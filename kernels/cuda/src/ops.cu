@@ -555,14 +555,17 @@ extern "C" __global__ void conv_taps(void* dst, const void* src, int dt, int kc,
 }
 
 // conv_flip turns a convolution's weights src [K, C, R, S] into those of
-// its stride-1 data gradient as a forward convolution, dst [C, K, R, S]
-// with every kernel rotated by 180 degrees: dst[c,k,r,s] =
-// src[k,c,R-1-r,S-1-s] (rs is R*S; the flat tap index reverses). Exact:
-// same dtype in and out. 32-bit indices, as conv_taps.
-extern "C" __global__ void conv_flip(void* dst, const void* src, int dt, int K, int C, int rs) {
-  const int n = K * C * rs;
+// its stride-1 data gradient as a forward convolution over the window of
+// taps [r0, r0+Rw) x [s0, s0+Sw) (all taps: r0 = s0 = 0, Rw = R, Sw = S):
+// dst [C, K, Rw, Sw] with every kernel rotated by 180 degrees,
+// dst[c,k,r,s] = src[k,c,r0+Rw-1-r,s0+Sw-1-s]. Exact: same dtype in and
+// out. A thread per element of dst, 32-bit indices as conv_taps.
+extern "C" __global__ void conv_flip(void* dst, const void* src, int dt, int K, int C, int R, int S, int r0, int s0,
+                                     int Rw, int Sw) {
+  const int RSw = Rw * Sw, n = K * C * RSw;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const int ck = i / rs, t = i - ck * rs, c = ck / K, k = ck - c * K;
-    st(dst, dt, i, ld(src, dt, (k * C + c) * rs + (rs - 1 - t)));
+    const int ck = i / RSw, t = RSw - 1 - (i - ck * RSw), c = ck / K, k = ck - c * K;
+    const int r = t / Sw + r0, sx = t % Sw + s0;
+    st(dst, dt, i, ld(src, dt, ((k * C + c) * R + r) * S + sx));
   }
 }
