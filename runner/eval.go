@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"slices"
+
 	"resnetlab/data"
 	"resnetlab/kernels"
 	"resnetlab/model"
@@ -9,11 +11,21 @@ import (
 // EvalBatch is the reference's test batch size.
 const EvalBatch = 128
 
+// stepInput is a training step's input tensor and its upload staging,
+// which an evaluation of batches of the same shape reuses.
+type stepInput struct {
+	x  *kernels.Tensor
+	in *inputBuf
+}
+
 // evaluateModel runs m in eval mode over the whole test set (in order,
 // last partial batch included) and returns the accuracy and the accuracy
 // of each class. With dev (test held in be's memory) the batches are built
-// there, else on the host.
-func evaluateModel(m *model.ResNet, be kernels.Backend, test *data.Dataset, dev *deviceSet, dt kernels.DType, batch int) (float64, []float64) {
+// there, else on the host. Batches the shape of step's input go through
+// step's buffers (nil: none) instead of new ones, so that an evaluation
+// between training steps holds no more input memory than the steps: under
+// a Gemini device budget those bytes would count against it.
+func evaluateModel(m *model.ResNet, be kernels.Backend, test *data.Dataset, dev *deviceSet, dt kernels.DType, batch int, step *stepInput) (float64, []float64) {
 	if batch <= 0 {
 		batch = EvalBatch
 	}
@@ -26,21 +38,28 @@ func evaluateModel(m *model.ResNet, be kernels.Backend, test *data.Dataset, dev 
 	yh := make([]float32, batch)
 	logits := make([]float32, batch*classes)
 	correct, total := make([]int, classes), make([]int, classes)
-	var x *kernels.Tensor
-	var in inputBuf
+	var x, own *kernels.Tensor // own: the batch tensor this evaluation allocated
+	var ownIn inputBuf
+	in := &ownIn
 	defer func() {
-		if x != nil {
-			be.Free(x)
+		if own != nil {
+			be.Free(own)
 		}
-		in.free(be)
+		ownIn.free(be)
 	}()
 	for s := 0; s < loader.Steps(0); s++ {
 		n := len(loader.Indices(0, s))
 		if x == nil || x.Shape[0] != n {
-			if x != nil {
-				be.Free(x)
+			if own != nil {
+				be.Free(own)
+				own = nil
 			}
-			x = be.New(kernels.CatData, dt, n, test.C, data.Side, data.Side)
+			if step != nil && step.x.DType == dt && slices.Equal(step.x.Shape, []int{n, test.C, data.Side, data.Side}) {
+				x, in = step.x, step.in
+			} else {
+				own = be.New(kernels.CatData, dt, n, test.C, data.Side, data.Side)
+				x, in = own, &ownIn
+			}
 		}
 		if dev != nil {
 			dev.batch(loader, 0, s, x, yh)

@@ -85,7 +85,7 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 		dev, _ = openDeviceSet(be, test)
 		defer dev.free()
 	}
-	acc, perClass = evaluateModel(m, be, test, dev, kernels.F32, opts.BatchSize)
+	acc, perClass = evaluateModel(m, be, test, dev, kernels.F32, opts.BatchSize, nil)
 	return acc, perClass, ctx.Err()
 }
 

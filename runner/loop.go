@@ -92,7 +92,7 @@ func (j *job) evaluate() (acc float64, perClass []float64, err error) {
 	// Every rank runs it: Gemini gathers its sharded chunks collectively.
 	err = j.pool.do(func(r int) error {
 		rs := j.ranks[r]
-		a, pc := evaluateModel(rs.eng.Model(), rs.be, j.test, rs.devTest, j.precision, j.evalBatch())
+		a, pc := evaluateModel(rs.eng.Model(), rs.be, j.test, rs.devTest, j.precision, j.evalBatch(), &stepInput{rs.x, &rs.in})
 		if r == 0 {
 			acc, perClass = a, pc
 		}
