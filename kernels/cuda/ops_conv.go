@@ -237,9 +237,14 @@ func (b *Backend) moveTaps(dst, src *kernels.Tensor, s, win convShape, toFull in
 // moveTapsOn is moveTaps on stream st.
 func (b *Backend) moveTapsOn(st uintptr, dst, src *kernels.Tensor, s, win convShape, toFull int) {
 	r0 := s.Pad - win.Pad
+	if toFull == 1 { // the taps outside the window are zero
+		b.cnt.Copies++
+		must("cuMemsetD8Async(taps)", drv.cuMemsetD8Async, dst.Dev, 0, uintptr(dst.Bytes()), st)
+	}
 	b.args.reset().ptr(dst.Dev).ptr(src.Dev).i32(int(dst.DType)).i32(int(s.K) * int(s.C)).
 		i32(int(s.R)).i32(int(s.S)).i32(int(r0)).i32(int(r0)).i32(int(win.R)).i32(int(win.S)).i32(toFull)
-	b.launchOn(st, "conv_taps", ceilDiv(dst.Len(), 256), 1, 1, 256) // a thread per element
+	n := int(s.K) * int(s.C) * int(win.R) * int(win.S)
+	b.launchOn(st, "conv_taps", ceilDiv(n, 256), 1, 1, 256) // a thread per window element
 }
 
 // Conv2dBackward writes dx (skipped if nil) and dw.

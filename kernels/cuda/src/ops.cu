@@ -532,25 +532,21 @@ extern "C" __global__ void adam_copy(const AdamCopyEntry* tab, int ntab, AdamHP 
 // conv_taps moves a convolution's weights between the full R x S taps and
 // the window of taps [r0, r0+Rw) x [s0, s0+Sw) that ever meet an input pixel
 // (ops_conv.go's tapWindow). toFull = 0 slices src [kc, R, S] into dst
-// [kc, Rw, Sw]; toFull = 1 scatters src [kc, Rw, Sw] into dst [kc, R, S] and
-// zeroes the other taps (their weight gradient is exactly zero). Copies are
-// exact: same dtype in and out. A thread per element of dst, with 32-bit
-// index arithmetic (the host checks that weights have fewer than 2^31
-// elements): 64-bit divisions made it several times slower.
+// [kc, Rw, Sw]; toFull = 1 scatters src [kc, Rw, Sw] into the window's
+// taps of dst [kc, R, S], whose other taps the host has zeroed (their
+// weight gradient is exactly zero; a memset writes them at full
+// bandwidth). Copies are exact: same dtype in and out. A thread per
+// window element, with 32-bit index arithmetic (the host checks that
+// weights have fewer than 2^31 elements): 64-bit divisions made it several
+// times slower.
 extern "C" __global__ void conv_taps(void* dst, const void* src, int dt, int kc, int R, int S, int r0, int s0,
                                      int Rw, int Sw, int toFull) {
-  const int RS = R * S, RSw = Rw * Sw;
-  const int n = kc * (toFull ? RS : RSw);
+  const int RS = R * S, RSw = Rw * Sw, n = kc * RSw;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    if (toFull) {
-      const int k = i / RS, rs = i - k * RS, r = rs / S - r0, sx = rs % S - s0;
-      float v = 0.f;
-      if (r >= 0 && r < Rw && sx >= 0 && sx < Sw) v = ld(src, dt, k * RSw + r * Sw + sx);
-      st(dst, dt, i, v);
-    } else {
-      const int k = i / RSw, rs = i - k * RSw, r = rs / Sw + r0, sx = rs % Sw + s0;
-      st(dst, dt, i, ld(src, dt, k * RS + r * S + sx));
-    }
+    const int k = i / RSw, rs = i - k * RSw, r = rs / Sw + r0, sx = rs % Sw + s0;
+    const int f = k * RS + r * S + sx;
+    if (toFull) st(dst, dt, f, ld(src, dt, i));
+    else st(dst, dt, i, ld(src, dt, f));
   }
 }
 
