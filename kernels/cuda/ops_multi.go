@@ -32,7 +32,7 @@ func (b *Backend) SoftmaxCrossEntropy(loss, dlogits, logits, labels *kernels.Ten
 	}
 	b.args.reset().ptr(loss.Dev).i32(int(loss.DType)).ptr(dl).i32(dlt).ptr(logits.Dev).i32(int(logits.DType)).
 		ptr(labels.Dev).i32(int(labels.DType)).i32(n).i32(k).f32(scale)
-	b.launch("softmax_ce", 1, 1, 1, 256)
+	b.launch("softmax_ce", 1, 1, 1, 1024) // 32 warps: a batch of 100 is 3-4 rows a warp, not 12-13
 }
 
 // Multi-tensor table layouts, mirroring NFEntry, AdamEntry and AdamHP in
