@@ -97,7 +97,9 @@ func runCell(ctx context.Context, j *job) error {
 	err := safely(func() error { return j.run(ctx) })
 	ferr := j.finish(err)
 	if j.recordable(err) && j.records() {
-		if werr := report.WriteResult(s.ResultsDir, j.result); werr != nil {
+		if path := report.ResultPath(s.ResultsDir, j.result); j.keepsResult(path) {
+			j.logf(LevelInfo, "nothing left to train from %s: %s left as it was", j.startFrom.Describe(), path)
+		} else if werr := report.WriteResult(s.ResultsDir, j.result); werr != nil {
 			ferr = errors.Join(ferr, werr)
 		}
 	}
@@ -111,6 +113,18 @@ func runCell(ctx context.Context, j *job) error {
 // is reported (RunFinished, the exit code), not recorded over the past.
 func (j *job) recordable(runErr error) bool {
 	return j.trained > 0 || runErr == nil || j.reopened
+}
+
+// keepsResult reports whether the result file at path stays as it is: a
+// run resumed from its last epoch trains nothing, and its result (train
+// time and speed of no epoch) would replace the record of the run that
+// trained those epochs.
+func (j *job) keepsResult(path string) bool {
+	if j.trained > 0 || j.reopened || j.startFrom.IsZero() {
+		return false
+	}
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // run sets the job up and trains it.

@@ -1,10 +1,13 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"resnetlab/ckpt"
 	"resnetlab/report"
 	"resnetlab/spec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -128,5 +131,33 @@ func TestInRunResumeOfTheLastEpochTrainsNoMore(t *testing.T) {
 	dir := strings.ReplaceAll(s.Checkpoint, "{plugin}-{precision}-{gpus}", "torch_ddp-fp32-1")
 	if p, _, _ := ckpt.Paths(dir, s.Epochs+1); fileExists(p) {
 		t.Errorf("the run saved %s, past its last epoch", p)
+	}
+}
+
+// resnetlab run --resume of the last epoch trains nothing, so it leaves
+// the result file of the run that trained those epochs as it was (its
+// train time and speed), and says so.
+func TestResumeOfTheLastEpochKeepsTheResult(t *testing.T) {
+	s := tinySpec(t, "")
+	evs, err := collect(t, s, RunOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := report.ResultPath(s.ResultsDir, finished(t, evs)[0])
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err = collect(t, s, RunOptions{Resume: ckpt.Ref{Epoch: s.Epochs}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := slices.ContainsFunc(only[Log](evs), func(l Log) bool { return strings.Contains(l.Text, "left as it was") })
+	if !bytes.Equal(before, after) || !said {
+		t.Errorf("resume of epoch %d: result file unchanged %v, the log says so %v", s.Epochs, bytes.Equal(before, after), said)
 	}
 }
