@@ -70,8 +70,12 @@ func (h *headless) handle(ev runner.Event) {
 	case runner.EpochDone:
 		h.epoch(e)
 	case runner.CheckpointSaved:
-		h.printf(e.Run, "checkpoint of %s saved in %s (%d files; --resume %s continues from it)",
-			e.Ref().Describe(), e.Dir, len(e.Files), e.Ref())
+		only := "" // in a grid --resume alone resumes every run: --run names this one
+		if h.progress != nil && len(h.progress.order) > 1 {
+			only = " --run " + e.Run
+		}
+		h.printf(e.Run, "checkpoint of %s saved in %s (%d files; --resume %s%s continues from it)",
+			e.Ref().Describe(), e.Dir, len(e.Files), e.Ref(), only)
 	case runner.Paused:
 		h.printf(e.Run, "paused at epoch %d step %d", e.Epoch, e.Step)
 	case runner.Resumed:

@@ -70,3 +70,21 @@ using 2 GPUs
 		t.Fatal("no run failed")
 	}
 }
+
+// In a grid of several runs the checkpoint line's command names the run
+// (--resume alone would resume every run of the grid); alone, it does not.
+func TestHeadlessCheckpointLineNamesTheRun(t *testing.T) {
+	for _, runs := range [][]string{{"a"}, {"a", "b"}} {
+		var out bytes.Buffer
+		h := newHeadless(&out, time.Now)
+		h.progress = newProgress(runs)
+		h.handle(runner.CheckpointSaved{Run: "a", Epoch: 2, Step: 3, Dir: "ck", Files: []string{"x"}})
+		want := "--resume 2@3 continues"
+		if len(runs) > 1 {
+			want = "--resume 2@3 --run a continues"
+		}
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("%d runs: %q, want %q in it", len(runs), out.String(), want)
+		}
+	}
+}
