@@ -13,7 +13,6 @@ import (
 	"resnetlab/comm"
 	"resnetlab/kernels"
 	"resnetlab/kernels/cpu"
-	"resnetlab/kernels/cuda"
 	"resnetlab/model"
 )
 
@@ -25,12 +24,8 @@ import (
 // Where a fraction does not fit (the activations and workspaces depend on
 // the GPU), it runs at the failed step's peak plus 1/16 instead and says so.
 func TestGPUBudgetBreakdown(t *testing.T) {
-	dev, err := cuda.New(0)
-	if err != nil {
-		t.Skip(err)
-	}
-	defer dev.Close()
-	base := Config{Precision: kernels.F16, Scaler: testScaler, ShardParamFrac: 1, GPUMarginMemRatio: 0.8, Placement: Auto}
+	dev := gpuDevice(t)
+	base := gpuConfig(Auto)
 	peak, err := breakdownRun(t, dev, base, "unlimited")
 	if err != nil {
 		t.Fatal(err)
@@ -226,11 +221,7 @@ func breakdownRun(t *testing.T, dev kernels.Backend, cfg Config, name string) (i
 // TestGPUMoverBandwidth times the mover's copies of one 44 MiB chunk-sized
 // tensor each way, fp32 and fp16, and the blocking Upload/Download.
 func TestGPUMoverBandwidth(t *testing.T) {
-	dev, err := cuda.New(0)
-	if err != nil {
-		t.Skip(err)
-	}
-	defer dev.Close()
+	dev := gpuDevice(t)
 	const n = 11 << 20
 	host := make([]float32, n)
 	for i := range host {

@@ -21,12 +21,8 @@ import (
 // budget too. On failure it logs, per operator, the device bytes in use,
 // the chunk bytes and the peak, up to the first operator over the budget.
 func TestGPUEvaluationKeepsTheBudget(t *testing.T) {
-	dev, err := cuda.New(0)
-	if err != nil {
-		t.Skip(err)
-	}
-	defer dev.Close()
-	base := Config{Precision: kernels.F16, Scaler: testScaler, ShardParamFrac: 1, GPUMarginMemRatio: 0.8, Placement: Auto}
+	dev := gpuDevice(t)
+	base := gpuConfig(Auto)
 	free, err := evalRun(t, dev, base, false)
 	if err != nil {
 		t.Fatal(err)

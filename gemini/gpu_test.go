@@ -28,12 +28,8 @@ import (
 // data under each placement, logs the speed and checks that every budgeted
 // run ends with the unbudgeted run's state bit for bit.
 func TestGPUAutoVersusStatic(t *testing.T) {
-	dev, err := cuda.New(0)
-	if err != nil {
-		t.Skip(err)
-	}
-	defer dev.Close()
-	base := Config{Precision: kernels.F16, Scaler: testScaler, ShardParamFrac: 1, GPUMarginMemRatio: 0.8}
+	dev := gpuDevice(t)
+	base := gpuConfig("")
 	ref := gpuRun(t, dev, base, "unlimited", false)
 	for _, f := range []float64{0.5, 0.25} {
 		budget := ref.nonModel + int64(f*float64(ref.peak-ref.nonModel))
@@ -53,6 +49,24 @@ func TestGPUAutoVersusStatic(t *testing.T) {
 	}
 }
 
+// gpuDevice opens GPU 0 for a test, closed when the test ends; the test
+// is skipped where there is none.
+func gpuDevice(t *testing.T) *cuda.Backend {
+	t.Helper()
+	dev, err := cuda.New(0)
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(dev.Close)
+	return dev
+}
+
+// gpuConfig is the GPU tests' Gemini configuration of ResNet-18 fp16 with
+// the given placement, unbudgeted.
+func gpuConfig(placement string) Config {
+	return Config{Precision: kernels.F16, Scaler: testScaler, ShardParamFrac: 1, GPUMarginMemRatio: 0.8, Placement: placement}
+}
+
 type gpuResult struct {
 	peak, nonModel int64
 	state          *engine.State
@@ -64,12 +78,8 @@ type gpuResult struct {
 // weights must be bit-identical (moves only copy); the time per step, the
 // prefetches and the stalls are logged.
 func TestGPUPrefetch(t *testing.T) {
-	dev, err := cuda.New(0)
-	if err != nil {
-		t.Skip(err)
-	}
-	defer dev.Close()
-	base := Config{Precision: kernels.F16, Scaler: testScaler, ShardParamFrac: 1, GPUMarginMemRatio: 0.8, Placement: Auto}
+	dev := gpuDevice(t)
+	base := gpuConfig(Auto)
 	ref := gpuRun(t, dev, base, "unlimited", false)
 	for _, f := range []float64{0.5, 0.25} {
 		budget := ref.nonModel + int64(f*float64(ref.peak-ref.nonModel))
@@ -143,11 +153,7 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 // TestGPUMatchesDDP compares one step of Gemini (device Adam, host Adam)
 // and DDP on the GPU, and Gemini on the CPU backend.
 func TestGPUMatchesDDP(t *testing.T) {
-	dev, err := cuda.New(0)
-	if err != nil {
-		t.Skip(err)
-	}
-	defer dev.Close()
+	dev := gpuDevice(t)
 	base := Config{Precision: kernels.F16, Scaler: testScaler, ShardParamFrac: 1, Placement: Static}
 	host := base
 	host.OffloadOptimFrac = 1

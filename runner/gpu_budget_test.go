@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"resnetlab/kernels"
 	"resnetlab/spec"
 )
 
@@ -51,7 +52,7 @@ func logAroundFirstExcess(t *testing.T, evs []Event, budget int64) {
 		for _, e := range evs[prev : i+1] {
 			switch e := e.(type) {
 			case MemoryUsage:
-				t.Logf("  memory at epoch %d step %d: peak %d B, in use %d B", e.Epoch, e.Step, e.DevicePeak, sum(e.Device[:]))
+				t.Logf("  memory at epoch %d step %d: peak %d B, in use %d B", e.Epoch, e.Step, e.DevicePeak, kernels.MemStats{InUse: e.Device}.Total())
 			case GeminiStep:
 				t.Logf("  gemini step %d: step peak %d B", e.Step, e.PeakDevice)
 			case StepDone:
@@ -64,13 +65,6 @@ func logAroundFirstExcess(t *testing.T, evs []Event, budget int64) {
 		}
 		return
 	}
-}
-
-func sum(xs []int64) (s int64) {
-	for _, x := range xs {
-		s += x
-	}
-	return s
 }
 
 // gpuGeminiSpec is the docs' 1-epoch budget run on synthetic data: full
