@@ -125,7 +125,7 @@ func (b *Backend) open() error {
 // as a panic at the first launch: the newest of each source file, which a
 // RESNETLAB_PTX_DIR set generated from older sources lacks.
 var requiredKernels = []string{
-	"adam_copy", "conv_fwd_f16_vec", "conv_taps", "conv_flip",
+	"adam_copy", "conv_fwd_f16_vec", "conv_taps", "conv_flip", "dense_bwdw_f16",
 	"bn_act_fwd_train", "bn_act_fwd_eval", "bn_act_bwd",
 }
 

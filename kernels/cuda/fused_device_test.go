@@ -134,9 +134,11 @@ func TestProfileRecordsOps(t *testing.T) {
 }
 
 // The 16-byte loads of src/conv.cu's fp16/bf16 loader stage the same values
-// in the same places as its element loads, so a 16-byte aligned weight view
-// (vecOK: the _vec entries) and an unaligned one holding the same values
-// (the _v2 entries) must agree bit for bit on every pass, split-K included.
+// in the same places as its element loads, and the dense GEMMs of 1x1 maps
+// multiply the same tiles as the gather kernel, so a 16-byte aligned weight
+// view (vecOK: the _vec entries; dense) and an unaligned one holding the
+// same values (the element loads; the gather kernel) must agree bit for bit
+// on every pass, split-K included.
 func TestConvLoaderVersionsAgree(t *testing.T) {
 	b := device(t)
 	e := newEnv(t)

@@ -32,17 +32,18 @@ func (b *Backend) BatchNormActForward(y, x, res, gamma, beta, runMean, runVar, s
 	if x.Len() == 0 {
 		return
 	}
+	v := bnVec(hw, y, x, res)
 	if !training {
 		b.args.reset().ptr(y.Dev).i32(int(y.DType)).ptr(x.Dev).i32(int(x.DType)).ptr(rp).i32(rdt).
-			ptr(gamma.Dev).ptr(beta.Dev).ptr(runMean.Dev).ptr(runVar.Dev).i32(n).i32(c).i32(hw).f32(eps)
-		b.launch("bn_act_fwd_eval", b.gridFor(x.Len()), 1, 1, 256)
+			ptr(gamma.Dev).ptr(beta.Dev).ptr(runMean.Dev).ptr(runVar.Dev).i32(n).i32(c).i32(hw).f32(eps).i32(v)
+		b.launch("bn_act_fwd_eval", b.gridFor(x.Len()/v), 1, 1, 256)
 		return
 	}
 	b.checkBNSaved(op, saveMean, saveInvStd, c)
 	b.args.reset().ptr(y.Dev).i32(int(y.DType)).ptr(x.Dev).i32(int(x.DType)).ptr(rp).i32(rdt).
 		ptr(gamma.Dev).ptr(beta.Dev).ptr(runMean.Dev).ptr(runVar.Dev).ptr(saveMean.Dev).ptr(saveInvStd.Dev).
-		i32(n).i32(c).i32(hw).f32(momentum).f32(eps)
-	b.launch("bn_act_fwd_train", c, 1, 1, bnThreads(n*hw))
+		i32(n).i32(c).i32(hw).f32(momentum).f32(eps).i32(v)
+	b.launch("bn_act_fwd_train", c, 1, 1, bnThreads(n*hw/v))
 }
 
 // BatchNormActBackward is ReLUBackward(ds, dy, y) then BatchNormBackward
@@ -62,10 +63,11 @@ func (b *Backend) BatchNormActBackward(dx, ds, dgamma, dbeta, dy, y, x, gamma, s
 	if x.Len() == 0 {
 		return
 	}
+	v := bnVec(hw, dx, ds, dy, y, x)
 	dxp, dxt := optional(dx)
 	dsp, _ := optional(ds)
 	b.args.reset().ptr(dxp).i32(dxt).ptr(dsp).ptr(dy.Dev).i32(int(dy.DType)).ptr(y.Dev).i32(int(y.DType)).
 		ptr(x.Dev).i32(int(x.DType)).ptr(gamma.Dev).ptr(saveMean.Dev).ptr(saveInvStd.Dev).
-		ptr(dgamma.Dev).ptr(dbeta.Dev).i32(n).i32(c).i32(hw)
-	b.launch("bn_act_bwd", c, 1, 1, bnThreads(n*hw))
+		ptr(dgamma.Dev).ptr(dbeta.Dev).i32(n).i32(c).i32(hw).i32(v)
+	b.launch("bn_act_bwd", c, 1, 1, bnThreads(n*hw/v))
 }

@@ -16,16 +16,21 @@ const (
 	modeBwdWeight
 )
 
-// convKernels[mode][prec] names the kernels; prec indexes precNames.
+// convKernels[mode][prec] and denseKernels[mode][prec] name the kernels
+// (denseKernels has no f32 entries); prec indexes precNames.
 var (
-	precNames   = [...]string{"f32", "tf32", "f16", "bf16"}
-	convKernels [3][4]string
+	precNames    = [...]string{"f32", "tf32", "f16", "bf16"}
+	convKernels  [3][4]string
+	denseKernels [3][4]string
 )
 
 func init() {
 	for m, mn := range [...]string{"fwd", "bwdd", "bwdw"} {
 		for p, pn := range precNames {
 			convKernels[m][p] = "conv_" + mn + "_" + pn
+			if p > 0 {
+				denseKernels[m][p] = "dense_" + mn + "_" + pn
+			}
 		}
 	}
 }
@@ -78,11 +83,15 @@ func (s convShape) dims(mode int) (int, int, int) {
 	return k, c * rs, n * pq
 }
 
+// splitBlocksPerSM is how many GEMM blocks per multiprocessor split-K aims
+// for.
+const splitBlocksPerSM = 2
+
 // splitK chooses how many ways to split the reduction so that a small GEMM
-// still fills the GPU: about two blocks per multiprocessor, each split at
-// least two k-tiles long.
+// still fills the GPU: about splitBlocksPerSM blocks per multiprocessor,
+// each split at least two k-tiles long.
 func (b *Backend) splitK(tiles, kTiles int) int {
-	target := 2 * b.sms
+	target := splitBlocksPerSM * b.sms
 	if tiles >= target || kTiles < 4 {
 		return 1
 	}
@@ -115,26 +124,66 @@ func (b *Backend) gemmOn(st uintptr, mode int, s convShape, a, c uintptr, out, b
 		prec = 3
 	}
 	M, N, K := s.dims(mode)
+	kernel := b.convKernel(mode, prec, s, a, c)
+	lead := func() *argBuf { return raw(b.args.reset(), &s) }
+	if dm, dn, dk, ok := s.dense(mode, prec, a, c); ok {
+		M, N, K, kernel = dm, dn, dk, denseKernels[mode][prec]
+		lead = func() *argBuf { return b.args.reset().i32(dm).i32(dn).i32(dk) }
+	}
 	tm, tn, kt := ceilDiv(M, tileM), ceilDiv(N, tileN), ceilDiv(K, tileK)
 	splits := b.splitK(tm*tn, kt)
 	tps := ceilDiv(kt, splits)
 	splits = ceilDiv(kt, tps)
 	outLen := out.Len()
 	biasPtr, bdt := optional(bias)
-	kernel := b.convKernel(mode, prec, s, a, c)
 	if splits == 1 {
-		raw(b.args.reset(), &s).ptr(a).ptr(c).ptr(out.Dev).ptr(0).ptr(biasPtr).i32(bdt).i32(tps).i32(outLen)
+		lead().ptr(a).ptr(c).ptr(out.Dev).ptr(0).ptr(biasPtr).i32(bdt).i32(tps).i32(outLen)
 		b.launchOn(st, kernel, tm, tn, 1, 128)
 		return
 	}
 	wsBytes := int64(splits) * int64(outLen) * 4
 	ws := b.workspace(wsBytes)
-	raw(b.args.reset(), &s).ptr(a).ptr(c).ptr(out.Dev).ptr(ws).ptr(0).i32(0).i32(tps).i32(outLen)
+	lead().ptr(a).ptr(c).ptr(out.Dev).ptr(ws).ptr(0).i32(0).i32(tps).i32(outLen)
 	b.launchOn(st, kernel, tm, tn, splits, 128)
 	b.args.reset().ptr(out.Dev).i32(int(out.DType)).ptr(ws).i32(splits).i32(outLen).ptr(biasPtr).i32(bdt).
 		i32(int(s.P * s.Q)).i32(int(s.K))
 	b.launchOn(st, "splitk_reduce", b.gridFor(outLen), 1, 1, 256)
 	b.release(ws, wsBytes)
+}
+
+// dense is the plain GEMM (M, N, K) that a convolution is when its output
+// map is 1x1 and its window the whole input map with no padding (1x1
+// convolutions on 1x1 maps, and the taps that reach a small map, see
+// window), and whether the dense kernels of src/conv.cu (denseGemm) run
+// it: tensor-core precisions, both operands 16-byte aligned and their
+// contiguous extents whole 16-byte chunks. Row m, column n of the product
+// is then the output element m*N + n in every mode. FWD and BWDW have the
+// gather kernel's extents, tiles and reduction order, so which kernel runs
+// (alignment picks) changes no bit; BWDD's reduction runs over k alone
+// instead of (k, r, s), which agrees only where R = S = 1, but a windowed
+// data gradient reaches it through the window's own aligned copy of the
+// taps (convDgrad), so alignment does not pick there either.
+func (s convShape) dense(mode, prec int, a, c uintptr) (m, n, k int, ok bool) {
+	if prec == 0 || a%16 != 0 || c%16 != 0 || s.P != 1 || s.Q != 1 || s.R != s.H || s.S != s.W || s.Pad != 0 {
+		return 0, 0, 0, false
+	}
+	chunk := 4 // fp32 and tf32 elements in 16 bytes
+	if prec >= 2 {
+		chunk = 8
+	}
+	crs := int(s.C * s.R * s.S)
+	switch mode {
+	case modeFwd: // x [N][CRS] times w [K][CRS]
+		m, n, k = int(s.N), int(s.K), crs
+		ok = k%chunk == 0
+	case modeBwdData: // dy [N][K] times w [K][CRS]
+		m, n, k = int(s.N), crs, int(s.K)
+		ok = k%chunk == 0 && n%chunk == 0
+	default: // dy [N][K] transposed times x [N][CRS]
+		m, n, k = int(s.K), crs, int(s.N)
+		ok = m%chunk == 0 && n%chunk == 0
+	}
+	return m, n, k, ok
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -71,6 +71,7 @@ var convCases = []convCase{
 	{20, 512, 1, 1, 512, 3, 3, 1, 1},  // layer4 on a 1x1 map: centre tap only
 	{20, 256, 2, 2, 512, 3, 3, 2, 1},  // layer4's entry: 2x2 taps of 3x3
 	{3, 40, 1, 1, 24, 3, 3, 1, 1},     // 1x1 map, partial tiles
+	{70, 136, 1, 1, 200, 1, 1, 1, 0},  // dense GEMMs with partial tiles in every mode
 	{2, 8, 1, 5, 8, 3, 3, 1, 1},       // windows start at different taps: all taps
 }
 
@@ -385,7 +386,7 @@ func TestNonFinite(t *testing.T) {
 		p   pair
 		i   int
 		bad float32
-	}{{a, 9999, float32(math.NaN())}, {h, 14999, float32(math.Inf(1))}, {h, 0, float32(math.Inf(-1))}, {bf, 40, float32(math.NaN())}, {h, 7, 70000}} {
+	}{{a, 9999, float32(math.NaN())}, {h, 14999, float32(math.Inf(1))}, {h, 0, float32(math.Inf(-1))}, {bf, 40, float32(math.NaN())}, {bf, 76, float32(math.Inf(1))}, {h, 7, 70000}} {
 		v := download(e.g, c.p.g)
 		keep := v[c.i]
 		v[c.i] = c.bad

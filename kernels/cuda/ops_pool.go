@@ -91,17 +91,36 @@ func bnDims(op string, x *kernels.Tensor) (int, int, int) {
 	return x.Shape[0], x.Shape[1], hw
 }
 
-// bnThreads picks the block size of the per-channel BN kernels.
-func bnThreads(m int) int {
-	switch {
-	case m >= 8192:
-		return 1024
-	case m >= 2048:
-		return 512
-	case m >= 256:
-		return 256
+// bnThreads picks the block size of the per-channel BN kernels for a
+// channel of the given number of chunks: about two chunks a thread, so
+// that each thread has loads in flight, within 128..1024.
+func bnThreads(chunks int) int {
+	t := 128
+	for t < 1024 && 2*t < chunks {
+		t *= 2
 	}
-	return 128
+	return t
+}
+
+// bnVec is the chunk width of the BN kernels (src/ops.cu): the largest of
+// 8, 4 and 2 that divides the plane hw and to whose size in bytes (16 at
+// most) every operand given is aligned, else 1.
+func bnVec(hw int, ts ...*kernels.Tensor) int {
+	for v := 8; v > 1; v /= 2 {
+		if hw%v == 0 && aligned(v, ts) {
+			return v
+		}
+	}
+	return 1
+}
+
+func aligned(v int, ts []*kernels.Tensor) bool {
+	for _, t := range ts {
+		if t != nil && t.Dev%uintptr(min(16, v*t.DType.Size())) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // checkBNForward checks a batch-norm forward's operands (the plain and the
@@ -157,16 +176,17 @@ func (b *Backend) BatchNormForward(y, x, gamma, beta, runMean, runVar, saveMean,
 	if x.Len() == 0 {
 		return
 	}
+	v := bnVec(hw, y, x)
 	if !training {
 		b.args.reset().ptr(y.Dev).i32(int(y.DType)).ptr(x.Dev).i32(int(x.DType)).ptr(gamma.Dev).ptr(beta.Dev).
-			ptr(runMean.Dev).ptr(runVar.Dev).i32(n).i32(c).i32(hw).f32(eps)
-		b.launch("bn_fwd_eval", b.gridFor(x.Len()), 1, 1, 256)
+			ptr(runMean.Dev).ptr(runVar.Dev).i32(n).i32(c).i32(hw).f32(eps).i32(v)
+		b.launch("bn_fwd_eval", b.gridFor(x.Len()/v), 1, 1, 256)
 		return
 	}
 	b.checkBNSaved(op, saveMean, saveInvStd, c)
 	b.args.reset().ptr(y.Dev).i32(int(y.DType)).ptr(x.Dev).i32(int(x.DType)).ptr(gamma.Dev).ptr(beta.Dev).
-		ptr(runMean.Dev).ptr(runVar.Dev).ptr(saveMean.Dev).ptr(saveInvStd.Dev).i32(n).i32(c).i32(hw).f32(momentum).f32(eps)
-	b.launch("bn_fwd_train", c, 1, 1, bnThreads(n*hw))
+		ptr(runMean.Dev).ptr(runVar.Dev).ptr(saveMean.Dev).ptr(saveInvStd.Dev).i32(n).i32(c).i32(hw).f32(momentum).f32(eps).i32(v)
+	b.launch("bn_fwd_train", c, 1, 1, bnThreads(n*hw/v))
 }
 
 func (b *Backend) BatchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd *kernels.Tensor) {
@@ -176,8 +196,9 @@ func (b *Backend) BatchNormBackward(dx, dgamma, dbeta, dy, x, gamma, saveMean, s
 	if x.Len() == 0 {
 		return
 	}
+	v := bnVec(hw, dx, dy, x)
 	dxp, dxt := optional(dx)
 	b.args.reset().ptr(dxp).i32(dxt).ptr(dy.Dev).i32(int(dy.DType)).ptr(x.Dev).i32(int(x.DType)).ptr(gamma.Dev).
-		ptr(saveMean.Dev).ptr(saveInvStd.Dev).ptr(dgamma.Dev).ptr(dbeta.Dev).i32(n).i32(c).i32(hw)
-	b.launch("bn_bwd", c, 1, 1, bnThreads(n*hw))
+		ptr(saveMean.Dev).ptr(saveInvStd.Dev).ptr(dgamma.Dev).ptr(dbeta.Dev).i32(n).i32(c).i32(hw).i32(v)
+	b.launch("bn_bwd", c, 1, 1, bnThreads(n*hw/v))
 }

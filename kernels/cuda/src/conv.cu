@@ -40,6 +40,11 @@ enum { PF32 = 0, PTF32 = 1, PF16 = 2, PBF16 = 3 };
 #define NT 128
 #define LDC (BM + 4)
 #define INVALID (-(1 << 28))
+// Blocks per multiprocessor the GEMM kernels are compiled to fit (ptxas
+// caps their registers to match).
+#ifndef CONV_MIN_BLOCKS
+#define CONV_MIN_BLOCKS 1
+#endif
 
 template <bool B, class T, class F> struct cond { typedef T type; };
 template <class T, class F> struct cond<false, T, F> { typedef F type; };
@@ -424,7 +429,7 @@ __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<
 // fp32/tf32 entries and fp16/bf16 entries without and with 16-byte loads
 // (VEC: the host checks alignment and shape and picks the _vec entry).
 #define CONV_ENTRY(name, MODE, PREC, VEC)                                                                    \
-  extern "C" __global__ void __launch_bounds__(NT)                                                          \
+  extern "C" __global__ void __launch_bounds__(NT, CONV_MIN_BLOCKS)                                                          \
       name(ConvShape s, const void* a, const void* b, void* out, float* ws, const void* bias, int bdt,     \
            int tilesPerSplit, int outLen) {                                                                 \
     typedef Prec<PREC>::T T;                                                                                \
@@ -449,14 +454,203 @@ CONV_ENTRY(conv_fwd_bf16_vec, FWD, PBF16, true)
 CONV_ENTRY(conv_bwdw_f16_vec, BWDW, PF16, true)
 CONV_ENTRY(conv_bwdw_bf16_vec, BWDW, PBF16, true)
 
+// ---- Dense GEMMs: convolutions whose operands need no gather ----
+// When the output map is 1x1 and the window is the whole input map (pad 0),
+// every mode is a plain GEMM out[M][N] on row-major operands (the host's
+// denseShape): FWD A = x [M=N][K=C*R*S], B = w [N=K][K]; BWDD A = dy
+// [M=N][K=K], B = w [K][N=C*R*S]; BWDW A = dy [K=N][M=K], B = x [K][N].
+// Both operands then move in 16-byte chunks along their contiguous axis
+// (AK: A's k, else m; BK: B's k, else n), which the gather kernel cannot do
+// on these maps: its m-fastest gathers and stores are a sector per element
+// there. The output is row-major [M][N] (y, dx and dw alike); split-K and
+// its partials in ws work as in convGemm.
+template <bool AK, bool BK_, int PREC>
+__device__ __forceinline__ void denseGemm(int M, int N, int K, const typename Prec<PREC>::T* __restrict__ ga,
+                                          const typename Prec<PREC>::T* __restrict__ gb,
+                                          typename Prec<PREC>::T* __restrict__ out, float* __restrict__ ws,
+                                          const void* bias, int bdt, int tilesPerSplit, int outLen) {
+  typedef typename Prec<PREC>::T T;
+  static_assert(PREC != PF32, "the dense path is for tensor-core precisions");
+  constexpr int PAD = Prec<PREC>::PAD;
+  constexpr int EPC = 16 / (int)sizeof(T);  // elements per 16-byte chunk
+  constexpr int LDA = AK ? (BK + PAD) : (BM + PAD);
+  constexpr int LDB = BK_ ? (BK + PAD) : (BN + PAD);
+  constexpr int AEL = AK ? BM * LDA : BK * LDA;
+  constexpr int BEL = BK_ ? BN * LDB : BK * LDB;
+  constexpr int TILE_BYTES = (AEL + BEL) * (int)sizeof(T);
+  constexpr int C_BYTES = BM * LDC * 4;
+  constexpr int SMEM = TILE_BYTES > C_BYTES ? TILE_BYTES : C_BYTES;
+  constexpr int CH = BM * BK / EPC / NT;  // chunks per thread per operand (BM == BN)
+  static_assert(BM == BN && CH * NT * EPC == BM * BK, "tile and block sizes");
+
+  __shared__ __align__(128) unsigned char smem[SMEM];
+  T* As = reinterpret_cast<T*>(smem);
+  T* Bs = As + AEL;
+  float* Cs = reinterpret_cast<float*>(smem);
+  const int tid = threadIdx.x;
+  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+  const int kTiles = (K + BK - 1) / BK;
+  const int kt0 = blockIdx.z * tilesPerSplit;
+  const int kt1 = min(kTiles, kt0 + tilesPerSplit);
+
+  // Chunk j of a thread: in a k-contiguous tile (rows of BK) row c / (BK /
+  // EPC) at k offset (c % (BK / EPC)) * EPC; in an m/n-contiguous tile (rows
+  // of 64) k row c / (64 / EPC) at offset (c % (64 / EPC)) * EPC. The
+  // contiguous extent is a multiple of EPC, so a chunk is wholly in or out.
+  uint4 va[CH], vb[CH];
+  auto loadOp = [&](const T* g, bool kc, int rows0, int rowsN, int k0, uint4* v) {
+#pragma unroll
+    for (int j = 0; j < CH; j++) {
+      const int c = tid + j * NT;
+      uint4 x = make_uint4(0u, 0u, 0u, 0u);
+      if (kc) {
+        const int r = c / (BK / EPC), kk = k0 + (c % (BK / EPC)) * EPC;
+        if (rows0 + r < rowsN && kk < K) x = *reinterpret_cast<const uint4*>(g + (long long)(rows0 + r) * K + kk);
+      } else {
+        const int kk = k0 + c / (BM / EPC), r = (c % (BM / EPC)) * EPC;
+        if (kk < K && rows0 + r < rowsN) x = *reinterpret_cast<const uint4*>(g + (long long)kk * rowsN + rows0 + r);
+      }
+      v[j] = x;
+    }
+  };
+  auto storeOp = [&](T* S, bool kc, int ld, const uint4* v) {
+#pragma unroll
+    for (int j = 0; j < CH; j++) {
+      const int c = tid + j * NT;
+      uint4 x = v[j];
+      if constexpr (PREC == PTF32) {
+        float* f = reinterpret_cast<float*>(&x);
+#pragma unroll
+        for (int e = 0; e < 4; e++) f[e] = wmma::__float_to_tf32(f[e]);
+      }
+      const int off = kc ? (c / (BK / EPC)) * ld + (c % (BK / EPC)) * EPC : (c / (BM / EPC)) * ld + (c % (BM / EPC)) * EPC;
+      *reinterpret_cast<uint4*>(S + off) = x;
+    }
+  };
+
+  const int warp = tid >> 5, wm = warp & 1, wn = warp >> 1;
+  typedef typename cond<AK, wmma::row_major, wmma::col_major>::type ALayout;
+  typedef typename cond<BK_, wmma::col_major, wmma::row_major>::type BLayout;
+  constexpr int KS = Prec<PREC>::KS;
+  typedef typename Prec<PREC>::F F;
+  wmma::fragment<wmma::accumulator, 16, 16, KS, float> acc[2][2];
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.f);
+
+  if (kt0 < kt1) {
+    loadOp(ga, AK, m0, M, kt0 * BK, va);
+    loadOp(gb, BK_, n0, N, kt0 * BK, vb);
+  }
+  for (int t = kt0; t < kt1; t++) {
+    storeOp(As, AK, LDA, va);
+    storeOp(Bs, BK_, LDB, vb);
+    __syncthreads();
+    if (t + 1 < kt1) {
+      loadOp(ga, AK, m0, M, (t + 1) * BK, va);
+      loadOp(gb, BK_, n0, N, (t + 1) * BK, vb);
+    }
+#pragma unroll
+    for (int kq = 0; kq < BK; kq += KS) {
+      wmma::fragment<wmma::matrix_a, 16, 16, KS, F, ALayout> fa[2];
+      wmma::fragment<wmma::matrix_b, 16, 16, KS, F, BLayout> fb[2];
+#pragma unroll
+      for (int i = 0; i < 2; i++) {
+        const int mm = wm * 32 + i * 16;
+        wmma::load_matrix_sync(fa[i], AK ? As + mm * LDA + kq : As + kq * LDA + mm, LDA);
+      }
+#pragma unroll
+      for (int j = 0; j < 2; j++) {
+        const int nn = wn * 32 + j * 16;
+        wmma::load_matrix_sync(fb[j], BK_ ? Bs + nn * LDB + kq : Bs + kq * LDB + nn, LDB);
+      }
+#pragma unroll
+      for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+
+  // Epilogue: row-major through Cs, n fastest, so that each warp's stores
+  // are contiguous.
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+      wmma::store_matrix_sync(Cs + (wm * 32 + i * 16) * LDC + wn * 32 + j * 16, acc[i][j], LDC, wmma::mem_row_major);
+  __syncthreads();
+#pragma unroll 4
+  for (int j = 0; j < BM * BN / NT; j++) {
+    const int e = tid + j * NT, mi = e / BN, ni = e % BN, m = m0 + mi, n = n0 + ni;
+    if (m >= M || n >= N) continue;
+    float v = Cs[mi * LDC + ni];
+    const int oi = m * N + n;
+    if (ws) {
+      ws[(long long)blockIdx.z * outLen + oi] = v;
+    } else {
+      if (bias) v += ldAny(bias, bdt, n);
+      out[oi] = fromF<T>(v);
+    }
+  }
+}
+
+#define DENSE_ENTRY(name, AK, BKC, PREC)                                                                       \
+  extern "C" __global__ void __launch_bounds__(NT, CONV_MIN_BLOCKS)                                                            \
+      name(int M, int N, int K, const void* a, const void* b, void* out, float* ws, const void* bias, int bdt, \
+           int tilesPerSplit, int outLen) {                                                                   \
+    typedef Prec<PREC>::T T;                                                                                  \
+    denseGemm<AK, BKC, PREC>(M, N, K, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), \
+                             ws, bias, bdt, tilesPerSplit, outLen);                                           \
+  }
+
+// FWD: A k-contiguous, B k-contiguous; BWDD: A k, B n; BWDW: A m, B n.
+DENSE_ENTRY(dense_fwd_tf32, true, true, PTF32)
+DENSE_ENTRY(dense_fwd_f16, true, true, PF16)
+DENSE_ENTRY(dense_fwd_bf16, true, true, PBF16)
+DENSE_ENTRY(dense_bwdd_tf32, true, false, PTF32)
+DENSE_ENTRY(dense_bwdd_f16, true, false, PF16)
+DENSE_ENTRY(dense_bwdd_bf16, true, false, PBF16)
+DENSE_ENTRY(dense_bwdw_tf32, false, false, PTF32)
+DENSE_ENTRY(dense_bwdw_f16, false, false, PF16)
+DENSE_ENTRY(dense_bwdw_bf16, false, false, PBF16)
+
 // splitk_reduce sums the split partials in split order and writes the
 // output in its dtype; bias (optional) is indexed by (i / bdiv) % bmod.
+// Where len is a multiple of 4 a thread sums 4 consecutive elements with
+// 16-byte loads (ws is 16-byte aligned), the same sums in the same order.
+__device__ __forceinline__ void splitkStore(void* out, int odt, int i, float v, const void* bias, int bdt, int bdiv,
+                                            int bmod) {
+  if (bias) v += ldAny(bias, bdt, (i / bdiv) % bmod);
+  stAny(out, odt, i, v);
+}
+
 extern "C" __global__ void splitk_reduce(void* out, int odt, const float* __restrict__ ws, int splits, int len,
                                          const void* bias, int bdt, int bdiv, int bmod) {
+  if ((len & 3) == 0) {
+    const int len4 = len >> 2;
+    const float4* __restrict__ w4 = reinterpret_cast<const float4*>(ws);
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < len4; i += gridDim.x * blockDim.x) {
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+      for (int z = 0; z < splits; z++) {
+        const float4 p = w4[(long long)z * len4 + i];
+        v.x += p.x;
+        v.y += p.y;
+        v.z += p.z;
+        v.w += p.w;
+      }
+      splitkStore(out, odt, 4 * i, v.x, bias, bdt, bdiv, bmod);
+      splitkStore(out, odt, 4 * i + 1, v.y, bias, bdt, bdiv, bmod);
+      splitkStore(out, odt, 4 * i + 2, v.z, bias, bdt, bdiv, bmod);
+      splitkStore(out, odt, 4 * i + 3, v.w, bias, bdt, bdiv, bmod);
+    }
+    return;
+  }
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < len; i += gridDim.x * blockDim.x) {
     float v = 0.f;
     for (int z = 0; z < splits; z++) v += ws[(long long)z * len + i];
-    if (bias) v += ldAny(bias, bdt, (i / bdiv) % bmod);
-    stAny(out, odt, i, v);
+    splitkStore(out, odt, i, v, bias, bdt, bdiv, bmod);
   }
 }

@@ -21,6 +21,12 @@ __device__ __forceinline__ void st(void* p, int dt, i64 i, float v) {
   else static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
 }
 
+// idiv is i / d for a non-negative i, in 32 bits where i fits (a 64-bit
+// division is a long software sequence on the GPU).
+__device__ __forceinline__ i64 idiv(i64 i, unsigned d) {
+  return (i >> 32) == 0 ? (i64)((unsigned)i / d) : i / (i64)d;
+}
+
 #define GRID_LOOP(i, n) for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < (n); i += (i64)gridDim.x * blockDim.x)
 
 extern "C" __global__ void fill(void* y, int dt, i64 n, float v) {
@@ -60,7 +66,7 @@ extern "C" __global__ void avgpool_fwd(void* y, int ydt, const void* x, int xdt,
 }
 
 extern "C" __global__ void avgpool_bwd(void* dx, int dxdt, const void* dy, int dydt, i64 n, int hw) {
-  GRID_LOOP(i, n) st(dx, dxdt, i, ld(dy, dydt, i / hw) / (float)hw);
+  GRID_LOOP(i, n) st(dx, dxdt, i, ld(dy, dydt, idiv(i, hw)) / (float)hw);
 }
 
 // bias_grad: db[o] = sum over rows n of dy[n*O+o], rows in order.
@@ -100,7 +106,7 @@ extern "C" __global__ void maxpool_fwd(void* y, int ydt, const void* x, int xdt,
   i64 n = (i64)s.N * s.C * s.P * s.Q;
   GRID_LOOP(i, n) {
     int PQ = s.P * s.Q;
-    i64 pl = i / PQ;
+    i64 pl = idiv(i, PQ);
     int pq = (int)(i - pl * PQ), p = pq / s.Q, q = pq - p * s.Q;
     float b;
     windowArgmax(x, xdt, pl * s.H * s.W, s, p, q, &b);
@@ -114,7 +120,7 @@ extern "C" __global__ void maxpool_argmax(int* idx, const void* x, int xdt, Pool
   i64 n = (i64)s.N * s.C * s.P * s.Q;
   GRID_LOOP(i, n) {
     int PQ = s.P * s.Q;
-    i64 pl = i / PQ;
+    i64 pl = idiv(i, PQ);
     int pq = (int)(i - pl * PQ), p = pq / s.Q, q = pq - p * s.Q;
     float b;
     idx[i] = windowArgmax(x, xdt, pl * s.H * s.W, s, p, q, &b);
@@ -125,7 +131,7 @@ extern "C" __global__ void maxpool_bwd(void* dx, int dxdt, const void* dy, int d
   i64 n = (i64)s.N * s.C * s.H * s.W;
   GRID_LOOP(i, n) {
     int HW = s.H * s.W;
-    i64 pl = i / HW;
+    i64 pl = idiv(i, HW);
     int hw = (int)(i - pl * HW), h = hw / s.W, w = hw - h * s.W;
     int th = h + s.pad - s.K + 1, tw = w + s.pad - s.K + 1;
     int p0 = th <= 0 ? 0 : (th + s.stride - 1) / s.stride;
@@ -169,48 +175,135 @@ __device__ __forceinline__ float rnd(int dt, float v) {
   return __bfloat162float(__float2bfloat16_rn(v));
 }
 
-// bnActOut takes the batch-norm value v of element k (as bn_fwd_* stores
-// it into y), then does add (y + res, when res is not null) and relu_fwd.
-__device__ __forceinline__ float bnActOut(float v, int ydt, const void* res, int rdt, i64 k) {
+// actOut takes the batch-norm value v of an element (as bn_fwd_* stores it
+// into y), then does add (v + r, when hasRes) and relu_fwd.
+__device__ __forceinline__ float actOut(float v, int ydt, bool hasRes, float r) {
   v = rnd(ydt, v);
-  if (res != nullptr) v = rnd(ydt, v + ld(res, rdt, k));
+  if (hasRes) v = rnd(ydt, v + r);
   return v > 0.f ? v : 0.f;
 }
 
-// reluGrad is relu_bwd's value for element k, rounded to y's dtype (the
+// reluGrad is relu_bwd's value for an element, rounded to y's dtype (the
 // dtype of the buffer relu_bwd writes in the separate path).
-__device__ __forceinline__ float reluGrad(const void* dy, int dydt, const void* y, int ydt, i64 k) {
-  return rnd(ydt, ld(y, ydt, k) > 0.f ? ld(dy, dydt, k) : 0.f);
+__device__ __forceinline__ float reluGrad(float dy, float y, int ydt) { return rnd(ydt, y > 0.f ? dy : 0.f); }
+
+// ---- Chunked access for the batch-norm kernels ----
+// A channel's N*HW elements are walked in chunks of V consecutive elements
+// of one plane: V divides HW and every operand is aligned to V elements
+// (bnVec on the host picks V), so a load moves up to 16 bytes and the index
+// math is one 32-bit division per chunk. The chunk walk fixes the order of
+// the sums: thread t adds chunks t, t+B, t+2B, ... element by element, then
+// blockSum adds the threads.
+
+__device__ __forceinline__ float toF32(float v) { return v; }
+__device__ __forceinline__ float toF32(__half v) { return __half2float(v); }
+__device__ __forceinline__ float toF32(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T fromF32(float v);
+template <> __device__ __forceinline__ float fromF32<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half fromF32<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 fromF32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// moveBytes copies V elements of T between aligned addresses in the widest
+// accesses their size allows.
+template <int V, typename T> __device__ __forceinline__ void moveBytes(T* dst, const T* src) {
+  constexpr int B = V * (int)sizeof(T);
+  if constexpr (B >= 16) {
+#pragma unroll
+    for (int i = 0; i < B / 16; i++) reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
+  } else if constexpr (B == 8) {
+    *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(src);
+  } else if constexpr (B == 4) {
+    *reinterpret_cast<unsigned*>(dst) = *reinterpret_cast<const unsigned*>(src);
+  } else {
+    *dst = *src;
+  }
 }
+
+template <int V, typename T> __device__ __forceinline__ void ldChunkT(const T* p, float (&v)[V]) {
+  alignas(16) T t[V];
+  moveBytes<V>(t, p);
+#pragma unroll
+  for (int i = 0; i < V; i++) v[i] = toF32(t[i]);
+}
+
+template <int V, typename T> __device__ __forceinline__ void stChunkT(T* p, const float (&v)[V]) {
+  alignas(16) T t[V];
+#pragma unroll
+  for (int i = 0; i < V; i++) t[i] = fromF32<T>(v[i]);
+  moveBytes<V>(p, t);
+}
+
+// ldChunk / stChunk: V elements at element offset i of a tensor of dtype dt
+// (the values and roundings of ld and st).
+template <int V> __device__ __forceinline__ void ldChunk(const void* p, int dt, i64 i, float (&v)[V]) {
+  if (dt == 0) ldChunkT<V>(static_cast<const float*>(p) + i, v);
+  else if (dt == 1) ldChunkT<V>(static_cast<const __half*>(p) + i, v);
+  else ldChunkT<V>(static_cast<const __nv_bfloat16*>(p) + i, v);
+}
+
+template <int V> __device__ __forceinline__ void stChunk(void* p, int dt, i64 i, const float (&v)[V]) {
+  if (dt == 0) stChunkT<V>(static_cast<float*>(p) + i, v);
+  else if (dt == 1) stChunkT<V>(static_cast<__half*>(p) + i, v);
+  else stChunkT<V>(static_cast<__nv_bfloat16*>(p) + i, v);
+}
+
+// chunkAt is the element offset of chunk u of channel c (cpr chunks per plane).
+template <int V> __device__ __forceinline__ i64 chunkAt(unsigned u, unsigned cpr, int C, int HW, int c) {
+  const unsigned n = u / cpr;
+  return ((i64)n * C + c) * HW + (i64)(u - n * cpr) * V;
+}
+
+// BN_DISPATCH instantiates body for the chunk width v the host chose.
+#define BN_DISPATCH(v, body) \
+  switch (v) {               \
+    case 8: body(8); break;  \
+    case 4: body(4); break;  \
+    case 2: body(2); break;  \
+    default: body(1);        \
+  }
 
 // bnFwdTrain: one block per channel c. Two-pass mean/variance (no
 // cancellation), normalise, and update the running statistics.
-template <bool act>
+template <int V, bool act>
 __device__ __forceinline__ void bnFwdTrain(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
                                            const float* gamma, const float* beta, float* runMean, float* runVar,
                                            float* saveMean, float* saveInv, int N, int C, int HW, float mom,
                                            float eps, float* sh) {
   const int c = blockIdx.x;
   const i64 M = (i64)N * HW;
+  const unsigned cpr = HW / V, chunks = (unsigned)(M / V);
   float s = 0.f;
-  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
-    i64 n = j / HW;
-    s += ld(x, xdt, (n * C + c) * HW + (j - n * HW));
+  for (unsigned u = threadIdx.x; u < chunks; u += blockDim.x) {
+    float v[V];
+    ldChunk<V>(x, xdt, chunkAt<V>(u, cpr, C, HW, c), v);
+#pragma unroll
+    for (int e = 0; e < V; e++) s += v[e];
   }
   const float mean = blockSum(s, sh) / (float)M;
   float q = 0.f;
-  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
-    i64 n = j / HW;
-    float d = ld(x, xdt, (n * C + c) * HW + (j - n * HW)) - mean;
-    q += d * d;
+  for (unsigned u = threadIdx.x; u < chunks; u += blockDim.x) {
+    float v[V];
+    ldChunk<V>(x, xdt, chunkAt<V>(u, cpr, C, HW, c), v);
+#pragma unroll
+    for (int e = 0; e < V; e++) {
+      float d = v[e] - mean;
+      q += d * d;
+    }
   }
   const float var = blockSum(q, sh) / (float)M;
   const float inv = 1.f / sqrtf(var + eps);
   const float a = gamma[c] * inv, b = beta[c];
-  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
-    i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
-    float v = (ld(x, xdt, k) - mean) * a + b;
-    st(y, ydt, k, act ? bnActOut(v, ydt, res, rdt, k) : v);
+  for (unsigned u = threadIdx.x; u < chunks; u += blockDim.x) {
+    const i64 k = chunkAt<V>(u, cpr, C, HW, c);
+    float v[V], r[V] = {};
+    ldChunk<V>(x, xdt, k, v);
+    if (act && res != nullptr) ldChunk<V>(res, rdt, k, r);
+#pragma unroll
+    for (int e = 0; e < V; e++) {
+      float o = (v[e] - mean) * a + b;
+      v[e] = act ? actOut(o, ydt, res != nullptr, r[e]) : o;
+    }
+    stChunk<V>(y, ydt, k, v);
   }
   if (threadIdx.x == 0) {
     saveMean[c] = mean;
@@ -223,66 +316,106 @@ __device__ __forceinline__ void bnFwdTrain(void* y, int ydt, const void* x, int 
 
 extern "C" __global__ void bn_fwd_train(void* y, int ydt, const void* x, int xdt, const float* gamma,
                                         const float* beta, float* runMean, float* runVar, float* saveMean,
-                                        float* saveInv, int N, int C, int HW, float mom, float eps) {
+                                        float* saveInv, int N, int C, int HW, float mom, float eps, int vec) {
   __shared__ float sh[32];
-  bnFwdTrain<false>(y, ydt, x, xdt, nullptr, 0, gamma, beta, runMean, runVar, saveMean, saveInv, N, C, HW, mom,
-                    eps, sh);
+#define BODY(v)                                                                                                 \
+  bnFwdTrain<v, false>(y, ydt, x, xdt, nullptr, 0, gamma, beta, runMean, runVar, saveMean, saveInv, N, C, HW, \
+                       mom, eps, sh)
+  BN_DISPATCH(vec, BODY)
+#undef BODY
 }
 
 extern "C" __global__ void bn_act_fwd_train(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
                                             const float* gamma, const float* beta, float* runMean, float* runVar,
                                             float* saveMean, float* saveInv, int N, int C, int HW, float mom,
-                                            float eps) {
+                                            float eps, int vec) {
   __shared__ float sh[32];
-  bnFwdTrain<true>(y, ydt, x, xdt, res, rdt, gamma, beta, runMean, runVar, saveMean, saveInv, N, C, HW, mom, eps,
-                   sh);
+#define BODY(v)                                                                                                   \
+  bnFwdTrain<v, true>(y, ydt, x, xdt, res, rdt, gamma, beta, runMean, runVar, saveMean, saveInv, N, C, HW, mom, \
+                      eps, sh)
+  BN_DISPATCH(vec, BODY)
+#undef BODY
 }
 
-template <bool act>
+// bnFwdEval: a thread per chunk of the whole tensor (chunks never cross a
+// plane, so the channel is the chunk's plane mod C).
+template <int V, bool act>
 __device__ __forceinline__ void bnFwdEval(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
                                           const float* gamma, const float* beta, const float* runMean,
                                           const float* runVar, int N, int C, int HW, float eps) {
-  i64 n = (i64)N * C * HW;
-  GRID_LOOP(i, n) {
-    int c = (int)((i / HW) % C);
-    float a = gamma[c] * (1.f / sqrtf(runVar[c] + eps));
-    float v = (ld(x, xdt, i) - runMean[c]) * a + beta[c];
-    st(y, ydt, i, act ? bnActOut(v, ydt, res, rdt, i) : v);
+  const i64 chunks = (i64)N * C * HW / V;
+  const unsigned cpr = HW / V;
+  GRID_LOOP(u, chunks) {
+    const i64 pl = idiv(u, cpr);
+    const int c = (int)(pl - idiv(pl, C) * C);
+    const i64 k = u * V;
+    float v[V], r[V] = {};
+    ldChunk<V>(x, xdt, k, v);
+    if (act && res != nullptr) ldChunk<V>(res, rdt, k, r);
+    const float a = gamma[c] * (1.f / sqrtf(runVar[c] + eps)), m = runMean[c], b = beta[c];
+#pragma unroll
+    for (int e = 0; e < V; e++) {
+      float o = (v[e] - m) * a + b;
+      v[e] = act ? actOut(o, ydt, res != nullptr, r[e]) : o;
+    }
+    stChunk<V>(y, ydt, k, v);
   }
 }
 
 extern "C" __global__ void bn_fwd_eval(void* y, int ydt, const void* x, int xdt, const float* gamma,
                                        const float* beta, const float* runMean, const float* runVar, int N, int C,
-                                       int HW, float eps) {
-  bnFwdEval<false>(y, ydt, x, xdt, nullptr, 0, gamma, beta, runMean, runVar, N, C, HW, eps);
+                                       int HW, float eps, int vec) {
+#define BODY(v) bnFwdEval<v, false>(y, ydt, x, xdt, nullptr, 0, gamma, beta, runMean, runVar, N, C, HW, eps)
+  BN_DISPATCH(vec, BODY)
+#undef BODY
 }
 
 extern "C" __global__ void bn_act_fwd_eval(void* y, int ydt, const void* x, int xdt, const void* res, int rdt,
                                            const float* gamma, const float* beta, const float* runMean,
-                                           const float* runVar, int N, int C, int HW, float eps) {
-  bnFwdEval<true>(y, ydt, x, xdt, res, rdt, gamma, beta, runMean, runVar, N, C, HW, eps);
+                                           const float* runVar, int N, int C, int HW, float eps, int vec) {
+#define BODY(v) bnFwdEval<v, true>(y, ydt, x, xdt, res, rdt, gamma, beta, runMean, runVar, N, C, HW, eps)
+  BN_DISPATCH(vec, BODY)
+#undef BODY
 }
 
 // bnBwd: one block per channel. dbeta = sum dy, dgamma = sum dy*xhat,
 // dx = gamma*inv * (dy - dbeta/M - xhat*dgamma/M). dx may be null. With
-// act, dy is first masked by relu_bwd on the fused output y; the masked
-// gradient is stored to ds (y's dtype) when ds is not null, and the second
-// pass reads it back where it was written (the same values).
-template <bool act>
+// act, dy is first masked by relu_bwd on the fused output y (reluGrad's
+// value); the masked gradient is stored to ds (y's dtype) when ds is not
+// null, and the second pass reads it back where it was written.
+template <int V, bool act>
 __device__ __forceinline__ void bnBwd(void* dx, int dxdt, void* ds, const void* dy, int dydt, const void* y,
                                       int ydt, const void* x, int xdt, const float* gamma, const float* saveMean,
                                       const float* saveInv, float* dgamma, float* dbeta, int N, int C, int HW,
                                       float* sh) {
   const int c = blockIdx.x;
   const i64 M = (i64)N * HW;
+  const unsigned cpr = HW / V, chunks = (unsigned)(M / V);
   const float mean = saveMean[c], inv = saveInv[c];
+  // grad loads chunk k of the (masked) gradient into d.
+  auto grad = [&](i64 k, float (&d)[V], bool stored) {
+    if (!act || (stored && ds != nullptr)) {
+      ldChunk<V>(act ? ds : dy, act ? ydt : dydt, k, d);
+      return;
+    }
+    float yv[V];
+    ldChunk<V>(dy, dydt, k, d);
+    ldChunk<V>(y, ydt, k, yv);
+#pragma unroll
+    for (int e = 0; e < V; e++) d[e] = reluGrad(d[e], yv[e], ydt);
+  };
   float sdy = 0.f, sdyx = 0.f;
-  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
-    i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
-    float d = act ? reluGrad(dy, dydt, y, ydt, k) : ld(dy, dydt, k);
-    if (act && ds != nullptr) st(ds, ydt, k, d);
-    sdy += d;
-    sdyx += d * (ld(x, xdt, k) - mean);
+  for (unsigned u = threadIdx.x; u < chunks; u += blockDim.x) {
+    const i64 k = chunkAt<V>(u, cpr, C, HW, c);
+    float d[V], xv[V];
+    grad(k, d, false);
+    if (act && ds != nullptr) stChunk<V>(ds, ydt, k, d);
+    ldChunk<V>(x, xdt, k, xv);
+#pragma unroll
+    for (int e = 0; e < V; e++) {
+      sdy += d[e];
+      sdyx += d[e] * (xv[e] - mean);
+    }
   }
   const float db = blockSum(sdy, sh);
   const float dg = blockSum(sdyx, sh) * inv;
@@ -292,27 +425,40 @@ __device__ __forceinline__ void bnBwd(void* dx, int dxdt, void* ds, const void* 
   }
   if (dx == nullptr) return;
   const float k1 = gamma[c] * inv, mdb = db / (float)M, mdg = dg / (float)M;
-  for (i64 j = threadIdx.x; j < M; j += blockDim.x) {
-    i64 n = j / HW, k = (n * C + c) * HW + (j - n * HW);
-    float xh = (ld(x, xdt, k) - mean) * inv;
-    float d = !act ? ld(dy, dydt, k) : ds != nullptr ? ld(ds, ydt, k) : reluGrad(dy, dydt, y, ydt, k);
-    st(dx, dxdt, k, k1 * (d - mdb - xh * mdg));
+  for (unsigned u = threadIdx.x; u < chunks; u += blockDim.x) {
+    const i64 k = chunkAt<V>(u, cpr, C, HW, c);
+    float d[V], xv[V];
+    ldChunk<V>(x, xdt, k, xv);
+    grad(k, d, true);
+#pragma unroll
+    for (int e = 0; e < V; e++) {
+      float xh = (xv[e] - mean) * inv;
+      d[e] = k1 * (d[e] - mdb - xh * mdg);
+    }
+    stChunk<V>(dx, dxdt, k, d);
   }
 }
 
 extern "C" __global__ void bn_bwd(void* dx, int dxdt, const void* dy, int dydt, const void* x, int xdt,
                                   const float* gamma, const float* saveMean, const float* saveInv, float* dgamma,
-                                  float* dbeta, int N, int C, int HW) {
+                                  float* dbeta, int N, int C, int HW, int vec) {
   __shared__ float sh[32];
-  bnBwd<false>(dx, dxdt, nullptr, dy, dydt, nullptr, 0, x, xdt, gamma, saveMean, saveInv, dgamma, dbeta, N, C, HW,
-               sh);
+#define BODY(v)                                                                                                  \
+  bnBwd<v, false>(dx, dxdt, nullptr, dy, dydt, nullptr, 0, x, xdt, gamma, saveMean, saveInv, dgamma, dbeta, N, \
+                  C, HW, sh)
+  BN_DISPATCH(vec, BODY)
+#undef BODY
 }
 
 extern "C" __global__ void bn_act_bwd(void* dx, int dxdt, void* ds, const void* dy, int dydt, const void* y, int ydt,
                                       const void* x, int xdt, const float* gamma, const float* saveMean,
-                                      const float* saveInv, float* dgamma, float* dbeta, int N, int C, int HW) {
+                                      const float* saveInv, float* dgamma, float* dbeta, int N, int C, int HW,
+                                      int vec) {
   __shared__ float sh[32];
-  bnBwd<true>(dx, dxdt, ds, dy, dydt, y, ydt, x, xdt, gamma, saveMean, saveInv, dgamma, dbeta, N, C, HW, sh);
+#define BODY(v)                                                                                                   \
+  bnBwd<v, true>(dx, dxdt, ds, dy, dydt, y, ydt, x, xdt, gamma, saveMean, saveInv, dgamma, dbeta, N, C, HW, sh)
+  BN_DISPATCH(vec, BODY)
+#undef BODY
 }
 
 // softmax_ce: one block; warp w handles rows w, w+nw, ...; the loss is the
@@ -370,19 +516,43 @@ struct NFEntry {
   int dt;
 };
 
-// nonfinite sets *flag = 1 if any element is inf or NaN (checked on the bit
-// pattern: an all-ones exponent).
+// nonfiniteWord reports whether a 32-bit word of dtype dt holds an inf or
+// NaN (an all-ones exponent): one fp32 element or two 2-byte ones.
+__device__ __forceinline__ bool nonfiniteWord(unsigned w, int dt) {
+  if (dt == 0) return (w & 0x7f800000u) == 0x7f800000u;
+  const unsigned m = dt == 1 ? 0x7c007c00u : 0x7f807f80u;
+  return __vcmpeq2(w & m, m) != 0u;
+}
+
+__device__ __forceinline__ bool nonfiniteAt(const void* p, int dt, i64 i) {
+  if (dt == 0) return nonfiniteWord(static_cast<const unsigned*>(p)[i], 0);
+  const unsigned short h = static_cast<const unsigned short*>(p)[i];
+  const unsigned m = dt == 1 ? 0x7c00u : 0x7f80u;
+  return (h & m) == m;
+}
+
+// nonfinite sets *flag = 1 if any element is inf or NaN. A block checks
+// one CHUNK of a tensor, 16 bytes a load where the tensor is 16-byte
+// aligned (a chunk starts 4096 elements in, so it stays aligned).
 extern "C" __global__ void nonfinite(const NFEntry* tab, int ntab, int* flag) {
   const int t = findTensor(tab, ntab, blockIdx.x);
   const NFEntry e = tab[t];
   const i64 start = (i64)(blockIdx.x - e.blockStart) * CHUNK;
   const i64 end = min(e.n, start + CHUNK);
   bool bad = false;
-  for (i64 i = start + threadIdx.x; i < end; i += blockDim.x) {
-    if (e.dt == 0) bad |= (static_cast<const unsigned*>(e.p)[i] & 0x7f800000u) == 0x7f800000u;
-    else if (e.dt == 1) bad |= (static_cast<const unsigned short*>(e.p)[i] & 0x7c00u) == 0x7c00u;
-    else bad |= (static_cast<const unsigned short*>(e.p)[i] & 0x7f80u) == 0x7f80u;
+  i64 i = start + threadIdx.x;
+  if ((reinterpret_cast<unsigned long long>(e.p) & 15) == 0) {
+    const int per = e.dt == 0 ? 4 : 8;  // elements in 16 bytes
+    const uint4* q = reinterpret_cast<const uint4*>(e.p);
+    const i64 full = start + (end - start) / per * per;
+    for (i64 c = start / per + threadIdx.x; c < full / per; c += blockDim.x) {
+      const uint4 v = q[c];
+      bad |= nonfiniteWord(v.x, e.dt) | nonfiniteWord(v.y, e.dt) | nonfiniteWord(v.z, e.dt) |
+             nonfiniteWord(v.w, e.dt);
+    }
+    i = full + threadIdx.x;
   }
+  for (; i < end; i += blockDim.x) bad |= nonfiniteAt(e.p, e.dt, i);
   if (__syncthreads_or(bad) && threadIdx.x == 0) *flag = 1;
 }
 
