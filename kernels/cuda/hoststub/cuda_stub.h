@@ -9,7 +9,7 @@
 #define __host__
 #define __shared__ static
 #define __forceinline__ inline
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __align__(x) __attribute__((aligned(x)))
 #define __restrict__
 struct dim3s { unsigned x, y, z; };
@@ -24,6 +24,7 @@ inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }
 inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 void __syncthreads();
 int __syncthreads_or(int);
+unsigned __vcmpeq2(unsigned, unsigned);
 float __shfl_xor_sync(unsigned, float, int);
 float __fadd_rn(float, float);
 float __fsub_rn(float, float);

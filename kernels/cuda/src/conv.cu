@@ -40,11 +40,6 @@ enum { PF32 = 0, PTF32 = 1, PF16 = 2, PBF16 = 3 };
 #define NT 128
 #define LDC (BM + 4)
 #define INVALID (-(1 << 28))
-// Blocks per multiprocessor the GEMM kernels are compiled to fit (ptxas
-// caps their registers to match).
-#ifndef CONV_MIN_BLOCKS
-#define CONV_MIN_BLOCKS 1
-#endif
 
 template <bool B, class T, class F> struct cond { typedef T type; };
 template <class T, class F> struct cond<false, T, F> { typedef F type; };
@@ -429,7 +424,7 @@ __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<
 // fp32/tf32 entries and fp16/bf16 entries without and with 16-byte loads
 // (VEC: the host checks alignment and shape and picks the _vec entry).
 #define CONV_ENTRY(name, MODE, PREC, VEC)                                                                    \
-  extern "C" __global__ void __launch_bounds__(NT, CONV_MIN_BLOCKS)                                                          \
+  extern "C" __global__ void __launch_bounds__(NT)                                                          \
       name(ConvShape s, const void* a, const void* b, void* out, float* ws, const void* bias, int bdt,     \
            int tilesPerSplit, int outLen) {                                                                 \
     typedef Prec<PREC>::T T;                                                                                \
@@ -597,7 +592,7 @@ __device__ __forceinline__ void denseGemm(int M, int N, int K, const typename Pr
 }
 
 #define DENSE_ENTRY(name, AK, BKC, PREC)                                                                       \
-  extern "C" __global__ void __launch_bounds__(NT, CONV_MIN_BLOCKS)                                                            \
+  extern "C" __global__ void __launch_bounds__(NT)                                                            \
       name(int M, int N, int K, const void* a, const void* b, void* out, float* ws, const void* bias, int bdt, \
            int tilesPerSplit, int outLen) {                                                                   \
     typedef Prec<PREC>::T T;                                                                                  \
