@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"resnetlab/ckpt"
 	"resnetlab/spec"
 )
 
@@ -35,6 +36,8 @@ func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 	addr := fs.String("master-addr", "127.0.0.1", "")
 	port := fs.Int("master-port", 29500, "")
 	headless := fs.Bool("headless", false, "")
+	var resume ckpt.Ref
+	fs.Var(refFlag{&resume}, "resume", "")
 	pos, done, code := c.parseArgs(fs, launchUsage, args)
 	if done {
 		return code
@@ -72,7 +75,7 @@ func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 	for i := range *nproc {
 		env := map[string]int{"RANK": *nodeRank**nproc + i, "LOCAL_RANK": i, "WORLD_SIZE": *nnodes * *nproc,
 			"LOCAL_WORLD_SIZE": *nproc, "GROUP_RANK": *nodeRank, "MASTER_PORT": *port}
-		cmd := exec.Command(exe, launchArgs(ui && i == 0, pos[0])...)
+		cmd := exec.Command(exe, launchArgs(ui && i == 0, resume, pos[0])...)
 		cmd.Env = append(os.Environ(), "MASTER_ADDR="+*addr)
 		for k, v := range env {
 			cmd.Env = append(cmd.Env, k+"="+strconv.Itoa(v))
@@ -137,12 +140,18 @@ func checkLaunchSpec(path string, world int) error {
 }
 
 // launchArgs is the command line of a rank: rank 0 with the UI runs
-// without --headless (it still falls back to headless without a terminal).
-func launchArgs(ui bool, spec string) []string {
-	if ui {
-		return []string{"run", spec}
+// without --headless (it still falls back to headless without a terminal);
+// every rank resumes from resume when it is set (a world of processes
+// resumes only as it starts, each rank from the same checkpoint).
+func launchArgs(ui bool, resume ckpt.Ref, spec string) []string {
+	args := []string{"run"}
+	if !ui {
+		args = append(args, "--headless")
 	}
-	return []string{"run", "--headless", spec}
+	if !resume.IsZero() {
+		args = append(args, "--resume", resume.String())
+	}
+	return append(args, spec)
 }
 
 // launchHeld bounds what the launcher keeps of each other local rank's

@@ -62,7 +62,7 @@ Examples:
   resnetlab run --resume 41@120 --run gemini-fp16-1 experiments/zero.toml
 `
 
-const launchUsage = `Usage: resnetlab launch --nproc-per-node N [--nnodes M --node-rank R] [--master-addr A] [--master-port P] [--headless] SPEC
+const launchUsage = `Usage: resnetlab launch --nproc-per-node N [--nnodes M --node-rank R] [--master-addr A] [--master-port P] [--resume E[@S]] [--headless] SPEC
 
 Starts this node's N ranks of a world of N x M processes, each as
 'resnetlab run --headless SPEC' with RANK, LOCAL_RANK, WORLD_SIZE,
@@ -84,10 +84,12 @@ Flags:
   --node-rank R       this node's index, 0 to M-1 (default 0; node 0 runs rank 0)
   --master-addr A     rank 0's host (default 127.0.0.1)
   --master-port P     rank 0's rendezvous port (default 29500)
+  --resume E[@S]      every rank resumes from the checkpoint of epoch E (step S), as run --resume
   --headless          rank 0 prints plain lines even on a terminal
 
 Examples:
   resnetlab launch --nproc-per-node 2 spec.toml
+  resnetlab launch --nproc-per-node 2 --resume 3 spec.toml   # continue from epoch 3's checkpoint
   resnetlab launch --nproc-per-node 1 --nnodes 2 --node-rank 0 --master-addr node0 spec.toml   # on node0
   resnetlab launch --nproc-per-node 1 --nnodes 2 --node-rank 1 --master-addr node0 spec.toml   # on node1
 `

@@ -365,6 +365,40 @@ func TestLaunch(t *testing.T) {
 	}
 }
 
+// TestLaunchResumes: launch --resume hands the checkpoint to every rank,
+// and the world continues from it to the model of the uninterrupted run,
+// bit for bit.
+func TestLaunchResumes(t *testing.T) {
+	spec := worldSpec("low_level_zero", 2, 2)
+	l := startCmd(t, spec, []string{"launch", "--nproc-per-node", "2", "--master-port", port(t), "w.toml"})
+	if codes := waitAll(t, []*proc{l}, 60*time.Second); codes[0] != 0 {
+		t.Fatalf("exit %d:\n%s", codes[0], l.stderr.String())
+	}
+	want := modelSHA(t, l)
+	r := &proc{dir: l.dir}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cmd = exec.Command(exe, "launch", "--nproc-per-node", "2", "--master-port", port(t), "--resume", "1", "w.toml")
+	r.cmd.Dir = r.dir
+	r.cmd.Env = append(os.Environ(), "RESNETLAB_TEST_MAIN=1")
+	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.cmd.Process.Kill() })
+	if codes := waitAll(t, []*proc{r}, 60*time.Second); codes[0] != 0 {
+		t.Fatalf("resumed launch: exit %d:\n%s", codes[0], r.stderr.String())
+	}
+	if out := r.stdout.String(); !strings.Contains(out, "resumed from") {
+		t.Errorf("the resumed launch did not say it resumed:\n%s", out)
+	}
+	if got := modelSHA(t, r); got != want {
+		t.Errorf("launch --resume 1 gives model_sha256 %s, the uninterrupted launch %s", got, want)
+	}
+}
+
 // TestLaunchOnTerminal: on a terminal, launch starts rank 0 without
 // --headless (here it has no terminal of its own, so it says so and runs
 // headless) and holds the other ranks' output until they have ended.
@@ -403,6 +437,7 @@ func TestLaunchFlags(t *testing.T) {
 		"--node-rank 2":                  {"launch", "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "2", "w.toml"},
 		"want one spec file":             {"launch", "--nproc-per-node", "1"},
 		"--master-port 70000":            {"launch", "--nproc-per-node", "1", "--master-port", "70000", "w.toml"},
+		"-resume":                        {"launch", "--nproc-per-node", "1", "--resume", "x@", "w.toml"},
 	} {
 		var out, errb bytes.Buffer
 		if code := newCLI(&out, &errb).main(context.Background(), args); code != exitUsage || !strings.Contains(errb.String(), want) {
