@@ -90,51 +90,54 @@ func epochSecsOf(r *run) (float64, bool) {
 	return sum / float64(max(n, 1)), n > 0
 }
 
-// trainedSince is how many epochs a run resumed in this session has
-// finished since its checkpoint (its speed and memory are theirs), and
-// whether it was resumed at all.
-func trainedSince(r *run) (int, bool) {
-	if r.from.IsZero() {
-		return 0, false
-	}
-	done, _ := r.from.Done()
-	return r.prog.doneEpochs - done, true
-}
-
 // resumeNote says, for a run resumed in this session, from where and what
 // its time, speed and memory facts cover: "resumed from ep4: ep5-6
 // measured", or that nothing was left to train.
 func resumeNote(r *run) string {
-	n, ok := trainedSince(r)
-	if !ok {
-		return ""
-	}
-	done, _ := r.from.Done()
+	f, ok := resumeFactsOf(r)
 	switch {
-	case n <= 0 && r.status.finished():
+	case !ok:
+		return ""
+	case f.n <= 0 && f.finished:
 		return fmt.Sprintf("resumed at %s: nothing left to train", r.from.Describe())
-	case n <= 0:
+	case f.n <= 0:
 		return fmt.Sprintf("resumed from %s", r.from.Describe())
-	case n == 1:
-		return fmt.Sprintf("resumed from %s: ep%d measured", r.from.Describe(), done+1)
+	case f.n == 1:
+		return fmt.Sprintf("resumed from %s: ep%d measured", r.from.Describe(), f.done+1)
 	}
-	return fmt.Sprintf("resumed from %s: ep%d-%d measured", r.from.Describe(), done+1, done+n)
+	return fmt.Sprintf("resumed from %s: ep%d-%d measured", r.from.Describe(), f.done+1, f.done+f.n)
 }
 
 // resumedCell is the fact table's short form of resumeNote.
 func resumedCell(r *run) string {
-	n, ok := trainedSince(r)
-	if !ok {
-		return ""
-	}
-	done, _ := r.from.Done()
+	f, ok := resumeFactsOf(r)
 	switch {
-	case n <= 0 && r.status.finished():
+	case !ok:
+		return ""
+	case f.n <= 0 && f.finished:
 		return fmt.Sprintf("@%d, none left", r.from.Epoch)
-	case n <= 0:
+	case f.n <= 0:
 		return fmt.Sprintf("@%d", r.from.Epoch)
 	}
-	return fmt.Sprintf("@%d, ep%d-%d", r.from.Epoch, done+1, done+n)
+	return fmt.Sprintf("@%d, ep%d-%d", r.from.Epoch, f.done+1, f.done+f.n)
+}
+
+// resumeFacts is what the comparison says of a run resumed in this
+// session: the epochs it finished since the checkpoint (n: its speed and
+// memory are theirs), the epochs the checkpoint held (done) and whether
+// the run has finished.
+type resumeFacts struct {
+	n, done  int
+	finished bool
+}
+
+// resumeFactsOf is r's resumeFacts, and false for a run not resumed.
+func resumeFactsOf(r *run) (resumeFacts, bool) {
+	if r.from.IsZero() {
+		return resumeFacts{}, false
+	}
+	done, _ := r.from.Done()
+	return resumeFacts{n: r.prog.doneEpochs - done, done: done, finished: r.status.finished()}, true
 }
 
 func imagesPerSecOf(r *run) (float64, bool) {
