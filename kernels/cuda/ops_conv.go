@@ -123,12 +123,15 @@ func (b *Backend) gemmOn(st uintptr, mode int, s convShape, a, c uintptr, out, b
 	case kernels.BF16:
 		prec = 3
 	}
-	M, N, K := s.dims(mode)
-	kernel := b.convKernel(mode, prec, s, a, c)
-	lead := func() *argBuf { return raw(b.args.reset(), &s) }
-	if dm, dn, dk, ok := s.dense(mode, prec, a, c); ok {
-		M, N, K, kernel = dm, dn, dk, denseKernels[mode][prec]
-		lead = func() *argBuf { return b.args.reset().i32(dm).i32(dn).i32(dk) }
+	// The kernel, its extents and its leading arguments: the dense GEMM's
+	// (M, N, K) or the gather kernel's ConvShape.
+	M, N, K, dense := s.dense(mode, prec, a, c)
+	kernel := denseKernels[mode][prec]
+	lead := func() *argBuf { return b.args.reset().i32(M).i32(N).i32(K) }
+	if !dense {
+		M, N, K = s.dims(mode)
+		kernel = b.convKernel(mode, prec, s, a, c)
+		lead = func() *argBuf { return raw(b.args.reset(), &s) }
 	}
 	tm, tn, kt := ceilDiv(M, tileM), ceilDiv(N, tileN), ceilDiv(K, tileK)
 	splits := b.splitK(tm*tn, kt)
