@@ -67,14 +67,21 @@ func startRank(t *testing.T, spec string, env ...string) *proc {
 // holding spec as w.toml.
 func startCmd(t *testing.T, spec string, args []string, env ...string) *proc {
 	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "w.toml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return startIn(t, dir, args, env...)
+}
+
+// startIn starts the test binary as resnetlab with args in dir.
+func startIn(t *testing.T, dir string, args []string, env ...string) *proc {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{dir: t.TempDir()}
-	if err := os.WriteFile(filepath.Join(p.dir, "w.toml"), []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	p := &proc{dir: dir}
 	p.cmd = exec.Command(exe, args...)
 	p.cmd.Dir = p.dir
 	p.cmd.Env = append(os.Environ(), append([]string{"RESNETLAB_TEST_MAIN=1"}, env...)...)
@@ -375,19 +382,7 @@ func TestLaunchResumes(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", codes[0], l.stderr.String())
 	}
 	want := modelSHA(t, l)
-	r := &proc{dir: l.dir}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.cmd = exec.Command(exe, "launch", "--nproc-per-node", "2", "--master-port", port(t), "--resume", "1", "w.toml")
-	r.cmd.Dir = r.dir
-	r.cmd.Env = append(os.Environ(), "RESNETLAB_TEST_MAIN=1")
-	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.cmd.Process.Kill() })
+	r := startIn(t, l.dir, []string{"launch", "--nproc-per-node", "2", "--master-port", port(t), "--resume", "1", "w.toml"})
 	if codes := waitAll(t, []*proc{r}, 60*time.Second); codes[0] != 0 {
 		t.Fatalf("resumed launch: exit %d:\n%s", codes[0], r.stderr.String())
 	}
