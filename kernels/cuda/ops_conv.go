@@ -100,6 +100,48 @@ func (b *Backend) splitK(tiles, kTiles int) int {
 	return max(s, 1)
 }
 
+// gemmPlan is how one GEMM runs: its kernel, whether that is a dense GEMM
+// (denseGemm) and its extents, its row and column tiles, and its splits of
+// tps k-tiles each.
+type gemmPlan struct {
+	kernel                       string
+	dense                        bool
+	M, N, K, tm, tn, splits, tps int
+}
+
+// plan picks the kernel and grid of a GEMM in precision prec (precNames)
+// on operands a and c: the dense GEMM where convShape.dense allows, else
+// the gather kernel's entry that convKernel names.
+func (b *Backend) plan(mode, prec int, s convShape, a, c uintptr) gemmPlan {
+	var g gemmPlan
+	g.M, g.N, g.K, g.dense = s.dense(mode, prec, a, c)
+	g.kernel = denseKernels[mode][prec]
+	if !g.dense {
+		g.M, g.N, g.K = s.dims(mode)
+		g.kernel = convKernel(mode, prec, s, a, c)
+	}
+	g.tm, g.tn = ceilDiv(g.M, tileM), ceilDiv(g.N, tileN)
+	kt := ceilDiv(g.K, tileK)
+	g.tps = ceilDiv(kt, b.splitK(g.tm*g.tn, kt))
+	g.splits = ceilDiv(kt, g.tps)
+	return g
+}
+
+// precOf is the precision index (precNames) of a GEMM on dt: TF32 for fp32
+// where b.TF32 is on and exact is not asked for.
+func (b *Backend) precOf(dt kernels.DType, exact bool) int {
+	switch dt {
+	case kernels.F16:
+		return 2
+	case kernels.BF16:
+		return 3
+	}
+	if b.TF32 && !exact {
+		return 1
+	}
+	return 0
+}
+
 // gemm runs one implicit-GEMM pass: a and c are the mode's two operands
 // (FWD: x, w; BWDD: dy, w; BWDW: dy, x), out its result. bias (FWD only,
 // may be nil) is added per output channel. exact forbids TF32.
@@ -112,31 +154,14 @@ func (b *Backend) gemm(mode int, s convShape, a, c uintptr, out, bias *kernels.T
 // block; release holds it back until the join when on either stream
 // between fork and join.
 func (b *Backend) gemmOn(st uintptr, mode int, s convShape, a, c uintptr, out, bias *kernels.Tensor, exact bool) {
-	prec := 0
-	switch out.DType {
-	case kernels.F32:
-		if b.TF32 && !exact {
-			prec = 1
-		}
-	case kernels.F16:
-		prec = 2
-	case kernels.BF16:
-		prec = 3
+	g := b.plan(mode, b.precOf(out.DType, exact), s, a, c)
+	kernel, tm, tn, splits, tps := g.kernel, g.tm, g.tn, g.splits, g.tps
+	// The leading arguments: the dense GEMM's (M, N, K) or the gather
+	// kernel's ConvShape.
+	lead := func() *argBuf { return raw(b.args.reset(), &s) }
+	if g.dense {
+		lead = func() *argBuf { return b.args.reset().i32(g.M).i32(g.N).i32(g.K) }
 	}
-	// The kernel, its extents and its leading arguments: the dense GEMM's
-	// (M, N, K) or the gather kernel's ConvShape.
-	M, N, K, dense := s.dense(mode, prec, a, c)
-	kernel := denseKernels[mode][prec]
-	lead := func() *argBuf { return b.args.reset().i32(M).i32(N).i32(K) }
-	if !dense {
-		M, N, K = s.dims(mode)
-		kernel = b.convKernel(mode, prec, s, a, c)
-		lead = func() *argBuf { return raw(b.args.reset(), &s) }
-	}
-	tm, tn, kt := ceilDiv(M, tileM), ceilDiv(N, tileN), ceilDiv(K, tileK)
-	splits := b.splitK(tm*tn, kt)
-	tps := ceilDiv(kt, splits)
-	splits = ceilDiv(kt, tps)
 	outLen := out.Len()
 	biasPtr, bdt := optional(bias)
 	if splits == 1 {
@@ -193,7 +218,7 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // convKernel picks the entry for a GEMM: fp16/bf16 use the _vec entry of
 // src/conv.cu (16-byte loads) where vecOK allows.
-func (b *Backend) convKernel(mode, prec int, s convShape, a, c uintptr) string {
+func convKernel(mode, prec int, s convShape, a, c uintptr) string {
 	name := convKernels[mode][prec]
 	if prec >= 2 && vecOK(mode, s, a, c) {
 		return name + "_vec"

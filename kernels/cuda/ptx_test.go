@@ -78,3 +78,40 @@ func TestVecOK(t *testing.T) {
 		}
 	}
 }
+
+// Every kernel that plan names for the test shapes and ResNet-18's, in every
+// mode and precision, with aligned operands and operands one element off,
+// is an entry of ptx/conv.ptx (a name the host builds wrong fails here, not
+// first on the device).
+func TestPlannedKernelsExist(t *testing.T) {
+	ptx, err := os.ReadFile("ptx/conv.ptx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Backend{sms: 132}
+	seen := map[string]bool{}
+	for _, cc := range append(append([]convCase{}, convCases...), resnetConvs...) {
+		P, Q := convOut(cc)
+		s := convShape{N: int32(cc.n), C: int32(cc.c), H: int32(cc.h), W: int32(cc.w), K: int32(cc.k), R: int32(cc.r),
+			S: int32(cc.s), P: int32(P), Q: int32(Q), Stride: int32(cc.stride), Pad: int32(cc.pad)}
+		win, _ := s.window()
+		for _, g := range []convShape{s, win} {
+			for mode := modeFwd; mode <= modeBwdWeight; mode++ {
+				for prec := range precNames {
+					for _, off := range []uintptr{0, 2} {
+						name := b.plan(mode, prec, g, 0x1000+off, 0x2000+off).kernel
+						if !seen[name] && !strings.Contains(string(ptx), ".entry "+name+"(") {
+							t.Errorf("plan(mode %d, %s, %+v) names %s, which ptx/conv.ptx lacks", mode, precNames[prec], g, name)
+						}
+						seen[name] = true
+					}
+				}
+			}
+		}
+	}
+	for _, want := range []string{"conv_fwd_f16_vec", "conv_bwdw_f16_vec", "conv_bwdd_bf16", "dense_bwdd_f16"} {
+		if !seen[want] {
+			t.Errorf("no test shape plans %s", want)
+		}
+	}
+}
