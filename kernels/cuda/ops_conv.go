@@ -115,8 +115,9 @@ type gemmPlan struct {
 func (b *Backend) plan(mode, prec int, s convShape, a, c uintptr) gemmPlan {
 	var g gemmPlan
 	g.M, g.N, g.K, g.dense = s.dense(mode, prec, a, c)
-	g.kernel = denseKernels[mode][prec]
-	if !g.dense {
+	if g.dense {
+		g.kernel = denseKernels[mode][prec]
+	} else {
 		g.M, g.N, g.K = s.dims(mode)
 		g.kernel = convKernel(mode, prec, s, a, c)
 	}
@@ -158,9 +159,11 @@ func (b *Backend) gemmOn(st uintptr, mode int, s convShape, a, c uintptr, out, b
 	kernel, tm, tn, splits, tps := g.kernel, g.tm, g.tn, g.splits, g.tps
 	// The leading arguments: the dense GEMM's (M, N, K) or the gather
 	// kernel's ConvShape.
-	lead := func() *argBuf { return raw(b.args.reset(), &s) }
-	if g.dense {
-		lead = func() *argBuf { return b.args.reset().i32(g.M).i32(g.N).i32(g.K) }
+	lead := func() *argBuf {
+		if g.dense {
+			return b.args.reset().i32(g.M).i32(g.N).i32(g.K)
+		}
+		return raw(b.args.reset(), &s)
 	}
 	outLen := out.Len()
 	biasPtr, bdt := optional(bias)
