@@ -38,6 +38,9 @@ func init() {
 // gemm tile sizes of src/conv.cu.
 const tileM, tileN, tileK = 64, 64, 32
 
+// maxTaps is the largest R*S the gather kernels of src/conv.cu take.
+const maxTaps = 64
+
 func convShapeOf(op string, x, w *kernels.Tensor, p kernels.ConvParams) convShape {
 	if len(x.Shape) != 4 || len(w.Shape) != 4 {
 		panic(fmt.Sprintf("cuda: %s: input %v and weight %v must be 4-D", op, x, w))
@@ -50,6 +53,11 @@ func convShapeOf(op string, x, w *kernels.Tensor, p kernels.ConvParams) convShap
 	}
 	n, c, h, wd := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
 	k, r, s := w.Shape[0], w.Shape[2], w.Shape[3]
+	if r*s > maxTaps {
+		// The gather kernels hold a window's valid taps in a 64-bit mask
+		// with a bit per tap.
+		panic(fmt.Sprintf("cuda: %s: %dx%d kernel of %v has more than %d taps", op, r, s, w, maxTaps))
+	}
 	P, Q := kernels.OutSize(h, r, p.Stride, p.Pad), kernels.OutSize(wd, s, p.Stride, p.Pad)
 	if P <= 0 || Q <= 0 {
 		panic(fmt.Sprintf("cuda: %s: %dx%d kernel does not fit %v with %+v", op, r, s, x, p))

@@ -107,17 +107,22 @@ __device__ __forceinline__ int4 nEntry(const ConvShape& s, int n, int Ng) {
   return make_int4(c * s.H * s.W + r * s.W + sx, r, sx, 0);
 }
 
-// kEntry decodes reduction index kk once per k-tile.
+// kEntry decodes reduction index kk once per k-tile. FWD: {x offset of
+// (c, r, s), its tap as a 64-bit one-hot (low word, high word; none past
+// Kg)}; BWDD: {dy offset of (k, -r/st, -s/st), the tap's one-hot, w offset
+// of (k, r, s)}; BWDW: {x offset of (nb, h0, w0), h0, w0, dy offset of
+// (nb, p, q)}.
 template <int MODE>
 __device__ __forceinline__ int4 kEntry(const ConvShape& s, int kk, int Kg) {
   if (MODE == FWD) {
-    if (kk >= Kg) return make_int4(0, INVALID, INVALID, 0);
+    if (kk >= Kg) return make_int4(0, 0, 0, 0);
     int RS = s.R * s.S, c = kk / RS, rs = kk - c * RS, r = rs / s.S, sx = rs - r * s.S;
-    return make_int4(c * s.H * s.W + r * s.W + sx, r, sx, 0);
+    return make_int4(c * s.H * s.W + r * s.W + sx, rs < 32 ? (int)(1u << rs) : 0, rs < 32 ? 0 : (int)(1u << (rs - 32)), 0);
   } else if (MODE == BWDD) {
-    if (kk >= Kg) return make_int4(0, -INVALID, -INVALID, 0);
+    if (kk >= Kg) return make_int4(0, 0, 0, 0);
     int RS = s.R * s.S, k = kk / RS, rs = kk - k * RS, r = rs / s.S, sx = rs - r * s.S;
-    return make_int4(k * s.P * s.Q, r, sx, k * s.C * RS + rs);
+    return make_int4(k * s.P * s.Q - divStride(r, s.stride) * s.Q - divStride(sx, s.stride),
+                     rs < 32 ? (int)(1u << rs) : 0, rs < 32 ? 0 : (int)(1u << (rs - 32)), k * s.C * RS + rs);
   }
   if (kk >= Kg) return make_int4(0, INVALID, INVALID, 0);
   int PQ = s.P * s.Q, nb = kk / PQ, pq = kk - nb * PQ, p = pq / s.Q, q = pq - p * s.Q;
@@ -125,6 +130,73 @@ __device__ __forceinline__ int4 kEntry(const ConvShape& s, int kk, int Kg) {
   return make_int4(nb * s.C * s.H * s.W + h0 * s.W + w0, h0, w0, nb * s.K * PQ + pq);
 }
 
+// tapMask is the set of taps (bit r*S+s) of the window at (h0, w0) that
+// land inside the H x W map, none where h0 is INVALID. The host keeps
+// R*S <= 64.
+__device__ __forceinline__ unsigned long long tapMask(const ConvShape& s, int h0, int w0) {
+  if (h0 == INVALID) return 0ull;
+  unsigned long long cols = 0ull, m = 0ull;
+  for (int x = 0; x < s.S; x++)
+    if ((unsigned)(w0 + x) < (unsigned)s.W) cols |= 1ull << x;
+  for (int r = 0; r < s.R; r++)
+    if ((unsigned)(h0 + r) < (unsigned)s.H) m |= cols << (r * s.S);
+  return m;
+}
+
+// dgradMask is the set of taps (bit r*S+s) through which dx at (hp - pad,
+// wp - pad) meets an output element: hp - r and wp - s are multiples of
+// the stride inside the P x Q map. For those taps (hp - r) / st is
+// hp / st - r / st, so a tap's dy offset is the row's base plus the
+// tap's own offset (kEntry). None where hp is INVALID.
+__device__ __forceinline__ unsigned long long dgradMask(const ConvShape& s, int hp, int wp) {
+  if (hp == INVALID) return 0ull;
+  unsigned long long cols = 0ull, m = 0ull;
+  for (int x = 0; x < s.S; x++) {
+    const int t = wp - x, q = divStride(t, s.stride);
+    if (t >= 0 && q * s.stride == t && q < s.Q) cols |= 1ull << x;
+  }
+  for (int r = 0; r < s.R; r++) {
+    const int t = hp - r, p = divStride(t, s.stride);
+    if (t >= 0 && p * s.stride == t && p < s.P) m |= cols << (r * s.S);
+  }
+  return m;
+}
+
+// stageVal is an element as the tile holds it: TF32 rounds fp32 here.
+template <int PREC, class T>
+__device__ __forceinline__ T stageVal(T v) {
+  if constexpr (PREC == PTF32) return wmma::__float_to_tf32(v);
+  else return v;
+}
+
+__device__ __forceinline__ unsigned short bitsOf(__half v) { return __half_as_ushort(v); }
+__device__ __forceinline__ unsigned short bitsOf(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
+
+// storeRow16 stores 16 consecutive elements of a tile row (16-byte aligned).
+template <int PREC, class T>
+__device__ __forceinline__ void storeRow16(T* dst, const T (&v)[16]) {
+  if constexpr (sizeof(T) == 4) {
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+      reinterpret_cast<float4*>(dst)[i] = make_float4(stageVal<PREC>(v[4 * i]), stageVal<PREC>(v[4 * i + 1]),
+                                                      stageVal<PREC>(v[4 * i + 2]), stageVal<PREC>(v[4 * i + 3]));
+  } else {
+    unsigned w[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) w[i] = bitsOf(v[2 * i]) | ((unsigned)bitsOf(v[2 * i + 1]) << 16);
+    reinterpret_cast<uint4*>(dst)[0] = make_uint4(w[0], w[1], w[2], w[3]);
+    reinterpret_cast<uint4*>(dst)[1] = make_uint4(w[4], w[5], w[6], w[7]);
+  }
+}
+
+// The gathered operand (FWD's A = x, BWDD's A = dy, BWDW's B = x) gives
+// each thread one tile row (tid % 64: an output position in FWD, an input
+// position in BWDD, a (c, r, s) column in BWDW) and 16 consecutive k of it,
+// so that a tap's validity is one AND of 64-bit masks (FWD/BWDD: the row's
+// valid taps and the k's tap; BWDW: the k's valid taps and the row's tap)
+// and the row is stored with 16-byte stores. The other operands keep a
+// fixed k per thread. Both tiles are (row, k) with k fastest.
+#define MAXPQ 256  // BWDW: output maps up to this size keep their tap masks in a table
 template <int MODE, int PREC, bool VEC = false>
 __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<PREC>::T* __restrict__ ga,
                                          const typename Prec<PREC>::T* __restrict__ gb,
@@ -132,19 +204,19 @@ __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<
                                          const void* bias, int bdt, int tilesPerSplit, int outLen) {
   typedef typename Prec<PREC>::T T;
   constexpr int PAD = Prec<PREC>::PAD;
-  constexpr bool AM = (MODE != BWDW);  // A staged m-fastest (col-major)
-  constexpr int LDA = AM ? (BM + PAD) : (BK + PAD);
-  constexpr int LDB = BK + PAD;
-  constexpr int AEL = AM ? BK * LDA : BM * LDA;
+  constexpr int LDA = BK + PAD, LDB = BK + PAD;
+  constexpr int AEL = BM * LDA;
   constexpr int BEL = BN * LDB;
   constexpr int TILE_BYTES = (AEL + BEL) * (int)sizeof(T);
   constexpr int C_BYTES = BN * LDC * 4;
   constexpr int SMEM = TILE_BYTES > C_BYTES ? TILE_BYTES : C_BYTES;
+  static_assert(BM == BN && NT == 2 * BM && BK == 32, "the row gather covers a 64 x 32 tile with 128 threads");
 
   __shared__ __align__(128) unsigned char smem[SMEM];
   __shared__ int4 mtab[BM];
-  __shared__ int4 ntab[BN];
   __shared__ int4 ktab[2][BK];  // double-buffered: tile t uses ktab[t & 1]
+  __shared__ int4 gtab[2][BK];  // the row gather's {x offset, mask low, mask high} per k
+  __shared__ unsigned long long pqMask[MAXPQ];  // BWDW: the valid taps of each output position
   T* As = reinterpret_cast<T*>(smem);
   T* Bs = As + AEL;
   float* Cs = reinterpret_cast<float*>(smem);
@@ -158,167 +230,158 @@ __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<
   const int kt1 = min(kTiles, kt0 + tilesPerSplit);
   const int PQ = s.P * s.Q, RS = s.R * s.S;
 
+  auto fillK = [&](int t) {
+    if (tid < BK) {
+      const int kk = t * BK + tid;
+      const int4 e = kEntry<MODE>(s, kk, Kg);
+      if constexpr (MODE != BWDW) {
+        gtab[t & 1][tid] = e;
+      } else {
+        ktab[t & 1][tid] = e;
+        unsigned long long m = 0ull;
+        if (kk < Kg) m = PQ <= MAXPQ ? pqMask[kk % PQ] : tapMask(s, e.y, e.z);
+        gtab[t & 1][tid] = make_int4(e.x, (int)(unsigned)m, (int)(unsigned)(m >> 32), 0);
+      }
+    }
+  };
   if (tid < BM) mtab[tid] = mEntry<MODE>(s, m0 + tid, Mg, Ng);
-  if (MODE == BWDW && tid < BN) ntab[tid] = nEntry(s, n0 + tid, Ng);
-  if (tid < BK) ktab[kt0 & 1][tid] = kEntry<MODE>(s, kt0 * BK + tid, Kg);
+  if constexpr (MODE == BWDW) {
+    if (PQ <= MAXPQ) {
+      for (int i = tid; i < PQ; i += NT) {
+        const int p = i / s.Q, q = i - p * s.Q;
+        pqMask[i] = tapMask(s, p * s.stride - s.pad, q * s.stride - s.pad);
+      }
+      __syncthreads();
+    }
+  }
+  fillK(kt0);
   __syncthreads();
 
-  // Per-thread fixed coordinates of the 16 A and 16 B elements it stages.
-  const int aFix = AM ? (tid % BM) : (tid % BK);
-  const int aVar0 = AM ? (tid / BM) : (tid / BK);
-  constexpr int aStep = AM ? NT / BM : NT / BK;
+  T g[16], ra[16], rb[16];
+  uint4 va[2], vb[2];  // VEC: 8 contiguous 2-byte elements each
+  static_assert(!VEC || sizeof(T) == 2, "16-byte loads are for fp16/bf16");
+  const T zero = fromF<T>(0.f);
+  // The row gather: the thread's row, its first k in the tile, the row's
+  // base in x or dy and its mask (FWD/BWDD: its valid taps; BWDW: its tap;
+  // none for a row past the GEMM).
+  const int gRow = tid % BM, gK0 = (tid / BM) * 16;
+  const T* gp = (MODE == BWDW) ? gb : ga;
+  unsigned long long gMask = 0ull;
+  if constexpr (MODE == FWD) {
+    const int4 mt = mtab[gRow];
+    gp += mt.x;
+    gMask = tapMask(s, mt.y, mt.z);
+  } else if constexpr (MODE == BWDD) {
+    const int4 mt = mtab[gRow];
+    if (mt.y != INVALID) {
+      gp += mt.x + divStride(mt.y, s.stride) * s.Q + divStride(mt.z, s.stride);
+      gMask = dgradMask(s, mt.y, mt.z);
+    }
+  } else {
+    const int4 nt = nEntry(s, n0 + gRow, Ng);
+    if (nt.y != INVALID) gp += nt.x, gMask = 1ull << (nt.y * s.S + nt.z);
+  }
+  const unsigned gLo = (unsigned)gMask, gHi = (unsigned)(gMask >> 32);
+  // gatherRow loads the thread's 16 elements of tile t's row.
+  auto gatherRow = [&](int t) {
+    const int4* e = gtab[t & 1] + gK0;
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+      const int4 x = e[j];
+      g[j] = (((unsigned)x.y & gLo) | ((unsigned)x.z & gHi)) ? gp[x.x] : zero;
+    }
+  };
+  // The fixed-k operands: BWDW's scalar A (dy), FWD's and BWDD's scalar B
+  // (w).
+  const int aFix = tid % BK, aVar0 = tid / BK;
+  constexpr int aStep = NT / BK;
   const int bk = tid % BK, bn0 = tid / BK;
   constexpr int bStep = NT / BK;
 
-  T ra[16], rb[16];
-  uint4 va[2], vb[2];  // VEC: 8 contiguous 2-byte elements each
-  static_assert(!VEC || sizeof(T) == 2, "16-byte loads are for fp16/bf16");
   auto loadTile = [&](int t) {
     const int k0 = t * BK;
     const int4* kb = ktab[t & 1];
-    if constexpr (sizeof(T) == 4) {
+    // A
+    if constexpr (MODE != BWDW) {
+      gatherRow(t);
+    } else if constexpr (VEC && MODE == BWDW) {
+      // dy rows: 64 m x 32 k = 256 chunks of 8, two per thread; a chunk
+      // never crosses an image (P*Q % 8 == 0) nor Kg (a multiple of P*Q).
 #pragma unroll
-      for (int j = 0; j < 16; j++) {
-        float v = 0.f;
-        if constexpr (MODE == FWD) {
-          int4 mt = mtab[aFix], kt = kb[aVar0 + j * aStep];
-          int h = mt.y + kt.y, w = mt.z + kt.z;
-          if ((unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W) v = toF(ga[mt.x + kt.x]);
-        } else if constexpr (MODE == BWDD) {
-          int4 mt = mtab[aFix], kt = kb[aVar0 + j * aStep];
-          int th = mt.y - kt.y, tw = mt.z - kt.z;
-          if (th >= 0 && tw >= 0) {
-            int p = divStride(th, s.stride), q = divStride(tw, s.stride);
-            if (p * s.stride == th && q * s.stride == tw && p < s.P && q < s.Q) v = toF(ga[mt.x + kt.x + p * s.Q + q]);
-          }
-        } else {
-          int m = m0 + aVar0 + j * aStep;
-          int4 kt = kb[aFix];
-          if (m < Mg && kt.y != INVALID) v = toF(ga[kt.w + m * PQ]);
-        }
-        ra[j] = fromF<T>(v);
-      }
-#pragma unroll
-      for (int j = 0; j < 16; j++) {
-        float v = 0.f;
-        int n = n0 + bn0 + j * bStep, kk = k0 + bk;
-        if constexpr (MODE == FWD) {
-          if (n < Ng && kk < Kg) v = toF(gb[n * Kg + kk]);
-        } else if constexpr (MODE == BWDD) {
-          if (n < Ng && kk < Kg) v = toF(gb[kb[bk].w + n * RS]);
-        } else {
-          int4 kt = kb[bk], nt = ntab[bn0 + j * bStep];
-          int h = kt.y + nt.y, w = kt.z + nt.z;
-          if ((unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W) v = toF(gb[kt.x + nt.x]);
-        }
-        rb[j] = fromF<T>(v);
+      for (int jj = 0; jj < 2; jj++) {
+        int c = tid + jj * NT, m = m0 + (c >> 2);
+        int4 kt = kb[(c & 3) * 8];
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (m < Mg && kt.y != INVALID) v = *reinterpret_cast<const uint4*>(ga + kt.w + m * PQ);
+        va[jj] = v;
       }
     } else {
-      const T zero = fromF<T>(0.f);
-      if constexpr (VEC && MODE == BWDW) {
-        // dy rows: 64 m x 32 k = 256 chunks of 8, two per thread; a chunk
-        // never crosses an image (P*Q % 8 == 0) nor Kg (a multiple of P*Q).
 #pragma unroll
-        for (int jj = 0; jj < 2; jj++) {
-          int c = tid + jj * NT, m = m0 + (c >> 2);
-          int4 kt = kb[(c & 3) * 8];
-          uint4 v = make_uint4(0u, 0u, 0u, 0u);
-          if (m < Mg && kt.y != INVALID) v = *reinterpret_cast<const uint4*>(ga + kt.w + m * PQ);
-          va[jj] = v;
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < 16; j++) {
-          T v = zero;
-          if constexpr (MODE == FWD) {
-            int4 mt = mtab[aFix], kt = kb[aVar0 + j * aStep];
-            int h = mt.y + kt.y, w = mt.z + kt.z;
-            if ((unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W) v = ga[mt.x + kt.x];
-          } else if constexpr (MODE == BWDD) {
-            int4 mt = mtab[aFix], kt = kb[aVar0 + j * aStep];
-            int th = mt.y - kt.y, tw = mt.z - kt.z;
-            if (th >= 0 && tw >= 0) {
-              int p = divStride(th, s.stride), q = divStride(tw, s.stride);
-              if (p * s.stride == th && q * s.stride == tw && p < s.P && q < s.Q) v = ga[mt.x + kt.x + p * s.Q + q];
-            }
-          } else {
-            int m = m0 + aVar0 + j * aStep;
-            int4 kt = kb[aFix];
-            if (m < Mg && kt.y != INVALID) v = ga[kt.w + m * PQ];
-          }
-          ra[j] = v;
-        }
+      for (int j = 0; j < 16; j++) {
+        T v = zero;
+        int m = m0 + aVar0 + j * aStep;
+        int4 kt = kb[aFix];
+        if (m < Mg && kt.y != INVALID) v = ga[kt.w + m * PQ];
+        ra[j] = v;
       }
-      if constexpr (VEC && MODE == FWD) {
-        // weight rows: 64 n x 32 k = 256 chunks of 8, two per thread; a
-        // chunk is wholly inside or outside Kg (a multiple of 8).
+    }
+    // B
+    if constexpr (MODE == BWDW) {
+      gatherRow(t);
+    } else if constexpr (VEC && MODE == FWD) {
+      // weight rows: 64 n x 32 k = 256 chunks of 8, two per thread; a
+      // chunk is wholly inside or outside Kg (a multiple of 8).
 #pragma unroll
-        for (int jj = 0; jj < 2; jj++) {
-          int c = tid + jj * NT, n = n0 + (c >> 2), kk = k0 + (c & 3) * 8;
-          uint4 v = make_uint4(0u, 0u, 0u, 0u);
-          if (n < Ng && kk < Kg) v = *reinterpret_cast<const uint4*>(gb + (long long)n * Kg + kk);
-          vb[jj] = v;
-        }
-      } else {
+      for (int jj = 0; jj < 2; jj++) {
+        int c = tid + jj * NT, n = n0 + (c >> 2), kk = k0 + (c & 3) * 8;
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (n < Ng && kk < Kg) v = *reinterpret_cast<const uint4*>(gb + (long long)n * Kg + kk);
+        vb[jj] = v;
+      }
+    } else {
 #pragma unroll
-        for (int j = 0; j < 16; j++) {
-          T v = zero;
-          int n = n0 + bn0 + j * bStep, kk = k0 + bk;
-          if constexpr (MODE == FWD) {
-            if (n < Ng && kk < Kg) v = gb[n * Kg + kk];
-          } else if constexpr (MODE == BWDD) {
-            if (n < Ng && kk < Kg) v = gb[kb[bk].w + n * RS];
-          } else {
-            int4 kt = kb[bk], nt = ntab[bn0 + j * bStep];
-            int h = kt.y + nt.y, w = kt.z + nt.z;
-            if ((unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W) v = gb[kt.x + nt.x];
-          }
-          rb[j] = v;
+      for (int j = 0; j < 16; j++) {
+        T v = zero;
+        int n = n0 + bn0 + j * bStep, kk = k0 + bk;
+        if constexpr (MODE == FWD) {
+          if (n < Ng && kk < Kg) v = gb[n * Kg + kk];
+        } else {
+          if (n < Ng && kk < Kg) v = gb[gtab[t & 1][bk].w + n * RS];
         }
+        rb[j] = v;
       }
     }
   };
   auto storeTile = [&]() {
-    if constexpr (sizeof(T) == 4) {
+    if constexpr (MODE != BWDW) {
+      storeRow16<PREC>(As + gRow * LDA + gK0, g);  // (m, k) rows
+    } else if constexpr (VEC && MODE == BWDW) {
 #pragma unroll
-      for (int j = 0; j < 16; j++) {
-        T a = ra[j], b = rb[j];
-        if constexpr (PREC == PTF32) {
-          a = fromF<T>(wmma::__float_to_tf32(toF(a)));
-          b = fromF<T>(wmma::__float_to_tf32(toF(b)));
-        }
-        int av = aVar0 + j * aStep;
-        As[av * LDA + aFix] = a;  // col-major (k,m) when AM, row-major (m,k) otherwise
-        Bs[(bn0 + j * bStep) * LDB + bk] = b;
+      for (int jj = 0; jj < 2; jj++) {
+        int c = tid + jj * NT;
+        *reinterpret_cast<uint4*>(As + (c >> 2) * LDA + (c & 3) * 8) = va[jj];  // (m, k) rows
       }
     } else {
-      if constexpr (VEC && MODE == BWDW) {
 #pragma unroll
-        for (int jj = 0; jj < 2; jj++) {
-          int c = tid + jj * NT;
-          *reinterpret_cast<uint4*>(As + (c >> 2) * LDA + (c & 3) * 8) = va[jj];  // row-major (m,k)
-        }
-      } else {
+      for (int j = 0; j < 16; j++) As[(aVar0 + j * aStep) * LDA + aFix] = stageVal<PREC>(ra[j]);
+    }
+    if constexpr (MODE == BWDW) {
+      storeRow16<PREC>(Bs + gRow * LDB + gK0, g);  // (n, k) rows
+    } else if constexpr (VEC && MODE == FWD) {
 #pragma unroll
-        for (int j = 0; j < 16; j++) As[(aVar0 + j * aStep) * LDA + aFix] = ra[j];
+      for (int jj = 0; jj < 2; jj++) {
+        int c = tid + jj * NT;
+        *reinterpret_cast<uint4*>(Bs + (c >> 2) * LDB + (c & 3) * 8) = vb[jj];
       }
-      if constexpr (VEC && MODE == FWD) {
+    } else {
 #pragma unroll
-        for (int jj = 0; jj < 2; jj++) {
-          int c = tid + jj * NT;
-          *reinterpret_cast<uint4*>(Bs + (c >> 2) * LDB + (c & 3) * 8) = vb[jj];
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < 16; j++) Bs[(bn0 + j * bStep) * LDB + bk] = rb[j];
-      }
+      for (int j = 0; j < 16; j++) Bs[(bn0 + j * bStep) * LDB + bk] = stageVal<PREC>(rb[j]);
     }
   };
   // A(m,k) in shared memory for the SIMT path.
-  auto aAt = [&](int m, int k) -> float { return AM ? toF(As[k * LDA + m]) : toF(As[m * LDA + k]); };
+  auto aAt = [&](int m, int k) -> float { return toF(As[m * LDA + k]); };
 
   const int warp = tid >> 5, wm = warp & 1, wn = warp >> 1;
-  typedef typename cond<AM, wmma::col_major, wmma::row_major>::type ALayout;
   constexpr int KS = Prec<PREC>::KS;
   // The accumulator fragment type is valid for every precision; the SIMT
   // path keeps its own registers instead.
@@ -342,7 +405,7 @@ __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<
     storeTile();
     // The other buffer's last reader was loadTile(t - 1), before the
     // previous iteration's closing barrier.
-    if (t + 1 < kt1 && tid < BK) ktab[(t + 1) & 1][tid] = kEntry<MODE>(s, (t + 1) * BK + tid, Kg);
+    if (t + 1 < kt1) fillK(t + 1);
     __syncthreads();
     if (t + 1 < kt1) loadTile(t + 1);
     if constexpr (PREC == PF32) {
@@ -362,14 +425,10 @@ __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<
       typedef typename Prec<PREC>::F F;
 #pragma unroll
       for (int kq = 0; kq < BK; kq += KS) {
-        wmma::fragment<wmma::matrix_a, 16, 16, KS, F, ALayout> fa[2];
+        wmma::fragment<wmma::matrix_a, 16, 16, KS, F, wmma::row_major> fa[2];
         wmma::fragment<wmma::matrix_b, 16, 16, KS, F, wmma::col_major> fb[2];
 #pragma unroll
-        for (int i = 0; i < 2; i++) {
-          int mm = wm * 32 + i * 16;
-          const T* pa = AM ? As + kq * LDA + mm : As + mm * LDA + kq;
-          wmma::load_matrix_sync(fa[i], pa, LDA);
-        }
+        for (int i = 0; i < 2; i++) wmma::load_matrix_sync(fa[i], As + (wm * 32 + i * 16) * LDA + kq, LDA);
 #pragma unroll
         for (int j = 0; j < 2; j++) wmma::load_matrix_sync(fb[j], Bs + (wn * 32 + j * 16) * LDB + kq, LDB);
 #pragma unroll
@@ -403,20 +462,41 @@ __device__ __forceinline__ void convGemm(const ConvShape s, const typename Prec<
       }
   }
   __syncthreads();
-  const int nstride = (MODE == FWD) ? PQ : s.H * s.W;
+  // A thread keeps one row (FWD/BWDD: m = tid % 64, every other column) or
+  // one column (BWDW: n = tid % 64, every other row), so its output
+  // offsets advance by a constant stride.
+  float* wz = ws ? ws + (long long)blockIdx.z * outLen : nullptr;
+  const int fixed = tid % BM, var0 = tid / BM;
+  if constexpr (OM) {
+    const int nstride = (MODE == FWD) ? PQ : s.H * s.W;
+    if (m0 + fixed < Mg) {
+      const int base = mtab[fixed].w + n0 * nstride, nEnd = min(BN, Ng - n0);
 #pragma unroll 4
-  for (int j = 0; j < BM * BN / NT; j++) {
-    int e = tid + j * NT;
-    int mi = OM ? e % BM : e / BN, ni = OM ? e / BM : e % BN;
-    int m = m0 + mi, n = n0 + ni;
-    if (m >= Mg || n >= Ng) continue;
-    float v = Cs[OM ? ni * LDC + mi : mi * LDC + ni];
-    int oi = (MODE == BWDW) ? m * Ng + n : mtab[mi].w + n * nstride;
-    if (ws) {
-      ws[(long long)blockIdx.z * outLen + oi] = v;
-    } else {
-      if (bias) v += ldAny(bias, bdt, n);
-      out[oi] = fromF<T>(v);
+      for (int ni = var0; ni < nEnd; ni += NT / BM) {
+        float v = Cs[ni * LDC + fixed];
+        const int oi = base + ni * nstride;
+        if (wz) {
+          wz[oi] = v;
+        } else {
+          if (bias) v += ldAny(bias, bdt, n0 + ni);
+          out[oi] = fromF<T>(v);
+        }
+      }
+    }
+  } else {
+    const int n = n0 + fixed, mEnd = min(BM, Mg - m0);
+    if (n < Ng) {
+#pragma unroll 4
+      for (int mi = var0; mi < mEnd; mi += NT / BN) {
+        float v = Cs[mi * LDC + fixed];
+        const int oi = (m0 + mi) * Ng + n;
+        if (wz) {
+          wz[oi] = v;
+        } else {
+          if (bias) v += ldAny(bias, bdt, n);
+          out[oi] = fromF<T>(v);
+        }
+      }
     }
   }
 }
@@ -569,24 +649,27 @@ __device__ __forceinline__ void denseGemm(int M, int N, int K, const typename Pr
   }
 
   // Epilogue: row-major through Cs, n fastest, so that each warp's stores
-  // are contiguous.
+  // are contiguous; a thread keeps one column (n = tid % 64) and every
+  // other row.
 #pragma unroll
   for (int i = 0; i < 2; i++)
 #pragma unroll
     for (int j = 0; j < 2; j++)
       wmma::store_matrix_sync(Cs + (wm * 32 + i * 16) * LDC + wn * 32 + j * 16, acc[i][j], LDC, wmma::mem_row_major);
   __syncthreads();
+  float* wz = ws ? ws + (long long)blockIdx.z * outLen : nullptr;
+  const int ni = tid % BN, n = n0 + ni, mEnd = min(BM, M - m0);
+  if (n < N) {
 #pragma unroll 4
-  for (int j = 0; j < BM * BN / NT; j++) {
-    const int e = tid + j * NT, mi = e / BN, ni = e % BN, m = m0 + mi, n = n0 + ni;
-    if (m >= M || n >= N) continue;
-    float v = Cs[mi * LDC + ni];
-    const int oi = m * N + n;
-    if (ws) {
-      ws[(long long)blockIdx.z * outLen + oi] = v;
-    } else {
-      if (bias) v += ldAny(bias, bdt, n);
-      out[oi] = fromF<T>(v);
+    for (int mi = tid / BN; mi < mEnd; mi += NT / BN) {
+      float v = Cs[mi * LDC + ni];
+      const int oi = (m0 + mi) * N + n;
+      if (wz) {
+        wz[oi] = v;
+      } else {
+        if (bias) v += ldAny(bias, bdt, n);
+        out[oi] = fromF<T>(v);
+      }
     }
   }
 }
