@@ -73,6 +73,7 @@ var convCases = []convCase{
 	{3, 40, 1, 1, 24, 3, 3, 1, 1},     // 1x1 map, partial tiles
 	{70, 136, 1, 1, 200, 1, 1, 1, 0},  // dense GEMMs with partial tiles in every mode
 	{2, 8, 1, 5, 8, 3, 3, 1, 1},       // windows start at different taps: all taps
+	{2, 3, 11, 11, 8, 8, 8, 2, 3},     // 64 taps: every bit of the gather's tap masks
 }
 
 // convPrec is a storage dtype plus the fp32 TF32 switch, with tolerances:
