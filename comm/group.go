@@ -93,15 +93,18 @@ func check(calls []call) error {
 			return fmt.Errorf("rank %d called %s while rank 0 called %s", r, c.name(), c0.name())
 		case c.dt != c0.dt:
 			return fmt.Errorf("rank %d passed %s tensors, rank 0 passed %s", r, c.dt, c0.dt)
-		case c.n != c0.n:
-			return fmt.Errorf("rank %d passed %d elements, rank 0 passed %d", r, c.n, c0.n)
-		case c.op != c0.op:
-			return fmt.Errorf("rank %d used op %s, rank 0 used %s", r, c.op, c0.op)
-		case c.root != c0.root:
-			return fmt.Errorf("rank %d used root %d, rank 0 used root %d", r, c.root, c0.root)
+		}
+		if msg := mismatch(r, c.frame(), c0.frame()); msg != "" {
+			return errors.New(msg)
 		}
 	}
 	return nil
+}
+
+// frame is the part of the call that every rank must agree on, as it
+// travels between processes (proccoll.go).
+func (c call) frame() frame {
+	return frame{kind: c.kind, op: c.op, root: uint32(c.root), n: uint64(c.n)}
 }
 
 func (c call) name() string {

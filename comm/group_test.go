@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -244,33 +245,40 @@ func TestStress(t *testing.T) {
 }
 
 func TestMismatchIsReportedOnEveryRank(t *testing.T) {
-	cases := map[string]func(r int, c Communicator) error{
-		"length": func(r int, c Communicator) error { return c.AllReduce(make([]float32, 3+r), Sum) },
-		"kind": func(r int, c Communicator) error {
+	type mismatchCase struct {
+		call func(r int, c Communicator) error
+		want string // in every rank's error
+	}
+	cases := map[string]mismatchCase{
+		"length": {func(r int, c Communicator) error { return c.AllReduce(make([]float32, 3+r), Sum) },
+			"rank 1 passed 4 elements, rank 0 passed 3"},
+		"kind": {func(r int, c Communicator) error {
 			if r == 0 {
 				return c.AllReduce(make([]float32, 3), Sum)
 			}
 			return c.Broadcast(make([]float32, 3), 0)
-		},
-		"op":   func(r int, c Communicator) error { return c.AllReduce(make([]float32, 3), Op(r)) },
-		"root": func(r int, c Communicator) error { return c.Broadcast(make([]float32, 3), r) },
-		"src length": func(r int, c Communicator) error {
+		}, "rank 1 called Broadcast while rank 0 called AllReduce"},
+		"op": {func(r int, c Communicator) error { return c.AllReduce(make([]float32, 3), Op(r)) },
+			"rank 1 used op"},
+		"root": {func(r int, c Communicator) error { return c.Broadcast(make([]float32, 3), r) },
+			"rank 1 used root 1, rank 0 used root 0"},
+		"src length": {func(r int, c Communicator) error {
 			return c.ReduceScatter(make([]float32, 2), make([]float32, 5), Sum)
-		},
-		"bad op":   func(r int, c Communicator) error { return c.AllReduce(make([]float32, 3), Op(9)) },
-		"bad root": func(r int, c Communicator) error { return c.Broadcast(make([]float32, 3), 2) },
+		}, "ReduceScatter"},
+		"bad op":   {func(r int, c Communicator) error { return c.AllReduce(make([]float32, 3), Op(9)) }, "op"},
+		"bad root": {func(r int, c Communicator) error { return c.Broadcast(make([]float32, 3), 2) }, "Broadcast root 2 outside [0,2)"},
 	}
-	for name, fn := range cases {
+	for name, tc := range cases {
 		g := NewGroup(2)
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
 		for r := range 2 {
-			wg.Go(func() { errs[r] = fn(r, g.Comm(r)) })
+			wg.Go(func() { errs[r] = tc.call(r, g.Comm(r)) })
 		}
 		wg.Wait()
 		for r, err := range errs {
-			if err == nil {
-				t.Errorf("%s: rank %d got no error", name, r)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: rank %d got %v, want an error containing %q", name, r, err, tc.want)
 			}
 		}
 		// The group stays usable after a reported mismatch.

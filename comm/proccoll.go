@@ -78,7 +78,7 @@ func mismatch(r int, got, want frame) string {
 	case got.op != want.op:
 		return fmt.Sprintf("rank %d used op %s, rank 0 used %s", r, got.op, want.op)
 	case got.root != want.root:
-		return fmt.Sprintf("rank %d used root %d, rank 0 used root %d", r, got.root, want.root)
+		return fmt.Sprintf("rank %d used root %d, rank 0 used root %d", r, int32(got.root), int32(want.root))
 	}
 	return ""
 }
@@ -206,8 +206,7 @@ func (pc *ProcComm) agree(cl call) error {
 	if cl.bad != "" {
 		return pc.badArgs(cl.kind, cl.bad)
 	}
-	f := frame{kind: cl.kind, op: cl.op, root: uint32(cl.root), n: uint64(cl.n)}
-	return pc.exchange(f, nil, nil, func(ins [][]float32) [][]float32 { return make([][]float32, len(ins)) })
+	return pc.exchange(cl.frame(), nil, nil, func(ins [][]float32) [][]float32 { return make([][]float32, len(ins)) })
 }
 
 // ShareBytes returns rank 0's b (at most 1 MiB) on every rank: the NCCL
