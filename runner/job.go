@@ -101,10 +101,20 @@ func runCell(ctx context.Context, j *job) error {
 			j.logf(LevelInfo, "nothing left to train from %s: %s left as it was", j.startFrom.Describe(), path)
 		} else if werr := report.WriteResult(s.ResultsDir, j.result); werr != nil {
 			ferr = errors.Join(ferr, werr)
+			j.unrecorded(werr)
 		}
 	}
 	j.emit(RunFinished{Run: c.ID, Result: j.result, Err: ferr})
 	return ferr
+}
+
+// unrecorded marks a run that trained to the end but whose result file
+// could not be written as failed, so that the table and the exit status
+// agree with the message (the result on disk is whatever was there).
+func (j *job) unrecorded(werr error) {
+	if j.result.Status == report.StatusDone {
+		j.result.Status, j.result.Error = report.StatusFailed, werr.Error()
+	}
 }
 
 // recordable reports whether the run's result may replace the result file

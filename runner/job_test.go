@@ -220,3 +220,22 @@ func TestFreshRunKeepsEarlierCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestUnwritableResultFailsTheRun: a run whose result file cannot be
+// written ends failed, in its error and in the result the table shows.
+func TestUnwritableResultFailsTheRun(t *testing.T) {
+	s := tinySpec(t, "")
+	block := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(block, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.ResultsDir = filepath.Join(block, "results") // a path through a regular file
+	evs, err := collect(t, s, RunOptions{}, nil)
+	if err == nil || !strings.Contains(err.Error(), block) {
+		t.Fatalf("run error %v, want one naming %s", err, block)
+	}
+	rs := finished(t, evs)
+	if len(rs) != 1 || rs[0].Status != report.StatusFailed || !strings.Contains(rs[0].Error, block) {
+		t.Fatalf("results %+v, want one failed run naming %s", rs, block)
+	}
+}
