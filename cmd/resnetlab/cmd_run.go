@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -214,15 +215,19 @@ type uiQuitError struct{}
 func (uiQuitError) Error() string        { return "ctrl+c in the terminal UI" }
 func (uiQuitError) Is(target error) bool { return target == context.Canceled }
 
-// writePlots draws this session's finished runs into results/<spec>.png
-// and .svg (rank 0 only, like the result files) and says where. A figure
-// that cannot be written is a warning: the runs' results stand; before any
-// epoch has ended there is nothing to draw and nothing is said.
+// writePlots draws the spec's runs into results/<spec>.png and .svg (rank
+// 0 only, like the result files) and says where: this session's finished
+// runs and, for the other runs of the grid (a --run subset, a resume), the
+// result files of earlier sessions of the same recipe, so that the figure
+// keeps showing the whole grid. A figure that cannot be written is a
+// warning: the runs' results stand; before any epoch has ended there is
+// nothing to draw and nothing is said.
 func (c *cli) writePlots(sp *spec.Spec, opts runner.RunOptions, results []*report.Result) {
 	if len(results) == 0 || (opts.World != nil && opts.World.Rank() != 0) {
 		return
 	}
-	paths, err := report.WritePlots(sp.ResultsDir, sp.Name, results)
+	all, earlier := withEarlierResults(sp, results)
+	paths, err := report.WritePlots(sp.ResultsDir, sp.Name, all)
 	if errors.Is(err, report.ErrNothingToPlot) { // no epoch ended: nothing to compare yet
 		return
 	}
@@ -230,7 +235,53 @@ func (c *cli) writePlots(sp *spec.Spec, opts runner.RunOptions, results []*repor
 		fmt.Fprintf(c.stderr, "resnetlab run: no comparison figure: %v\n", err)
 		return
 	}
-	fmt.Fprintf(c.stdout, "comparison figure: %s\n", strings.Join(paths, ", "))
+	note := ""
+	if earlier > 0 {
+		note = fmt.Sprintf(" (%d run%s of this session, %d from earlier result files)",
+			len(all)-earlier, plural(len(all)-earlier), earlier)
+	}
+	fmt.Fprintf(c.stdout, "comparison figure: %s%s\n", strings.Join(paths, ", "), note)
+}
+
+// withEarlierResults returns the grid's results in grid order: this
+// session's, and for each other cell its result file in the results
+// directory where one of the same recipe (data set, width, batch, epochs)
+// can be read; earlier says how many came from files.
+func withEarlierResults(sp *spec.Spec, session []*report.Result) (all []*report.Result, earlier int) {
+	mine := make(map[string]*report.Result, len(session))
+	for _, r := range session {
+		mine[r.Run] = r
+	}
+	cells, _, err := sp.Cells()
+	if err != nil {
+		return session, 0
+	}
+	for _, cell := range cells {
+		if r, ok := mine[cell.ID]; ok {
+			all = append(all, r)
+			delete(mine, cell.ID)
+			continue
+		}
+		rs, err := report.ReadResults([]string{filepath.Join(sp.ResultsDir, spec.ResultFile(sp.Name, cell.ID))})
+		if err != nil || len(rs) != 1 || !sameRecipe(sp, rs[0]) {
+			continue
+		}
+		all = append(all, rs[0])
+		earlier++
+	}
+	for _, r := range session { // not a cell of the grid as parsed now: keep it
+		if _, ok := mine[r.Run]; ok {
+			all = append(all, r)
+		}
+	}
+	return all, earlier
+}
+
+// sameRecipe reports whether a result file was trained with the spec's
+// recipe, so that its curve belongs beside this session's.
+func sameRecipe(sp *spec.Spec, r *report.Result) bool {
+	return r.Spec == sp.Name && r.Dataset == sp.Dataset && r.Width == sp.Width &&
+		r.BatchSize == sp.BatchSize && r.Epochs == sp.Epochs
 }
 
 // tee forwards the runner's events to the UI and keeps the runs' results

@@ -172,3 +172,34 @@ func TestHeadlessTableFits80Columns(t *testing.T) {
 		}
 	}
 }
+
+// A run of part of the grid (--run) redraws the figure with the whole grid:
+// its own result and the other runs' result files of the same recipe.
+func TestFigureKeepsTheWholeGrid(t *testing.T) {
+	sp, dir := quitSpec(t)
+	cl, _, errb := testCLI()
+	cl.runSpec = runner.RunSpec
+	if code := runCLI(cl, "run", "--headless", sp); code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errb)
+	}
+	pngPath, svgPath := report.PlotPaths(filepath.Join(dir, "results"), "q")
+	again, out, errb := testCLI()
+	again.runSpec = runner.RunSpec
+	if code := runCLI(again, "run", "--headless", "--run", "torch_ddp-fp32-1", sp); code != exitOK {
+		t.Fatalf("--run: exit %d, stderr %s", code, errb)
+	}
+	want := "comparison figure: " + pngPath + ", " + svgPath + " (1 run of this session, 1 from earlier result files)\n"
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("stdout\n%s\nwant a line %q", out, want)
+	}
+	checkFigures(t, pngPath, svgPath)
+	svg, err := os.ReadFile(svgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []string{"torch_ddp-fp32-1", "gemini-fp16-1"} {
+		if !bytes.Contains(svg, []byte(run)) {
+			t.Errorf("%s does not name %s", svgPath, run)
+		}
+	}
+}
