@@ -70,21 +70,32 @@ func placeCheckpoints(cells []spec.Cell, from ckpt.Ref) map[string]string {
 	return moved
 }
 
+// A FlagError is a run flag's value that the spec cannot take (--resume,
+// --device, --run): a usage error, which the command line reports as one
+// (exit status 2).
+type FlagError struct{ msg string }
+
+func (e *FlagError) Error() string { return e.msg }
+
+func flagErrorf(format string, args ...any) error {
+	return &FlagError{fmt.Sprintf(format, args...)}
+}
+
 // override applies the options to a copy of s and expands its cells.
 func (o RunOptions) override(s *spec.Spec) (*spec.Spec, []spec.Cell, []spec.Rejection, error) {
 	c := *s
 	if o.Resume.Epoch < 0 || o.Resume.Step < 0 || (o.Resume.Epoch == 0 && o.Resume.Step != 0) {
-		return nil, nil, nil, fmt.Errorf("--resume %s: want an epoch E >= 1, or E@S", o.Resume)
+		return nil, nil, nil, flagErrorf("--resume %s: want an epoch E >= 1, or E@S", o.Resume)
 	}
 	if !o.Resume.IsZero() {
 		if o.Resume.Epoch > s.Epochs {
-			return nil, nil, nil, fmt.Errorf("--resume %s: %s trains %d epochs (want 1 to %d)", o.Resume, s.File, s.Epochs, s.Epochs)
+			return nil, nil, nil, flagErrorf("--resume %s: %s trains %d epochs (want 1 to %d)", o.Resume, s.File, s.Epochs, s.Epochs)
 		}
 		c.Resume = o.Resume.Epoch
 	}
 	if o.Device != "" {
 		if err := spec.CheckDevice(o.Device); err != nil {
-			return nil, nil, nil, fmt.Errorf("--device %q: %v", o.Device, err)
+			return nil, nil, nil, flagErrorf("--device %q: %v", o.Device, err)
 		}
 		c.Device = o.Device
 	}
@@ -115,7 +126,7 @@ func selectRuns(s *spec.Spec, cells []spec.Cell, ids []string) ([]spec.Cell, err
 			for i, c := range cells {
 				have[i] = c.ID
 			}
-			return nil, fmt.Errorf("--run %q: %s has no run %q (its runs: %s)", id, s.File, id, strings.Join(have, ", "))
+			return nil, flagErrorf("--run %q: %s has no run %q (its runs: %s)", id, s.File, id, strings.Join(have, ", "))
 		}
 		want[id] = true
 	}

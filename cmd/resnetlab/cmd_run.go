@@ -39,6 +39,9 @@ func (c *cli) cmdRun(ctx context.Context, args []string) int {
 	for _, r := range rejected {
 		fmt.Fprintln(c.stderr, r)
 	}
+	if fe := (*runner.FlagError)(nil); errors.As(err, &fe) {
+		return c.usageError("run", fe.Error())
+	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "resnetlab run: %v\n", err)
 		return exitFailed

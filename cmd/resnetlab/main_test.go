@@ -97,10 +97,11 @@ func TestRunArgErrors(t *testing.T) {
 		{[]string{"run", "--resume", "x", sp}, exitUsage, "invalid value \"x\" for flag -resume"},
 		{[]string{"run", "nope.toml"}, exitFailed, "spec nope.toml: file not found"},
 		{[]string{"run", writeSpec(t, "epochs = 0\n")}, exitFailed, "exp.toml:1: key `epochs`: 0 is out of range"},
-		{[]string{"run", sp, "--resume", "5"}, exitFailed, "--resume 5: " + sp + " trains 4 epochs"},
+		{[]string{"run", sp, "--resume", "5"}, exitUsage, "--resume 5: " + sp + " trains 4 epochs"},
 		{[]string{"run", "--resume", "2@0", sp}, exitUsage, "the step after @ must be a number >= 1"},
-		{[]string{"run", sp, "--resume", "5@3"}, exitFailed, "--resume 5@3: " + sp + " trains 4 epochs"},
-		{[]string{"run", "--device", "tpu", sp}, exitFailed, `--device "tpu": want "auto", "cpu" or "cuda"`},
+		{[]string{"run", sp, "--resume", "5@3"}, exitUsage, "--resume 5@3: " + sp + " trains 4 epochs"},
+		{[]string{"run", "--device", "tpu", sp}, exitUsage, `--device "tpu": want "auto", "cpu" or "cuda"`},
+		{[]string{"run", "--run", "nosuch", sp}, exitUsage, `--run "nosuch": ` + sp + ` has no run "nosuch" (its runs: `},
 	}
 	for _, tc := range cases {
 		c, _, errb := testCLI()
