@@ -164,38 +164,60 @@ func editDistance(a, b string) int {
 
 var specNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
-// crossChecks validates rules that involve several keys.
+// crossChecks are the checks that read several keys. Each runs only when
+// every key it reads decoded cleanly (a key with an error keeps its
+// default, which would make the check's verdict about a value the file
+// does not hold), so that one pass reports every problem it can.
 func (d *decoder) crossChecks(s *Spec) {
-	if !specNameRE.MatchString(s.Name) {
+	erred := map[string]bool{}
+	for _, e := range d.errs {
+		erred[e.Key] = true
+	}
+	clean := func(keys ...string) bool {
+		for _, k := range keys {
+			if erred[k] {
+				return false
+			}
+		}
+		return true
+	}
+	if clean("name") && !specNameRE.MatchString(s.Name) {
 		d.errf("name", "%q is not a valid name (want letters, digits, '.', '_' or '-': it names files)", s.Name)
 	}
-	if s.Dataset == "cifar10" && s.InChannels != 3 {
+	if clean("dataset", "in_channels") && s.Dataset == "cifar10" && s.InChannels != 3 {
 		d.errf(d.either("in_channels", "dataset"), "cifar10 has 3 channels (want in_channels = 3)")
 	}
-	if s.Resume > s.Epochs {
+	if clean("resume", "epochs") && s.Resume > s.Epochs {
 		d.errf("resume", "epoch %d is past the last epoch %d (want 0 to %d)", s.Resume, s.Epochs, s.Epochs)
 	}
-	if s.Dataset == "synthetic" && s.Synthetic.Train < s.BatchSize {
+	if clean("dataset", "synthetic.train", "batch_size") && s.Dataset == "synthetic" && s.Synthetic.Train < s.BatchSize {
 		d.errf(d.either("synthetic.train", "batch_size"),
 			"%d training images is less than one batch of %d (want synthetic.train >= batch_size)",
 			s.Synthetic.Train, s.BatchSize)
 	}
-	for i := 1; i < len(s.Milestones); i++ {
-		if s.Milestones[i] <= s.Milestones[i-1] {
-			d.errf("milestones", "%v is not strictly increasing (want e.g. [20, 40, 60, 80])", s.Milestones)
-			break
-		}
+	if clean("milestones") && !increasing(s.Milestones) {
+		d.errf("milestones", "%v is not strictly increasing (want e.g. [20, 40, 60, 80])", s.Milestones)
 	}
-	if err := checkTemplate(s.Checkpoint); err != "" {
+	if err := checkTemplate(s.Checkpoint); clean("checkpoint") && err != "" {
 		d.errf("checkpoint", "%s", err)
 	}
-	if s.Device == "cpu" && GPUOnlyComm(s.Comm) {
+	if clean("comm", "device") && s.Device == "cpu" && GPUOnlyComm(s.Comm) {
 		d.errf(d.either("comm", "device"), "%q needs GPU ranks, but device = \"cpu\" (want \"auto\" or \"host\")", s.Comm)
 	}
 	f := s.FP16
-	if f.MinScale != nil && f.MaxScale != nil && *f.MaxScale != 0 && *f.MinScale > *f.MaxScale {
+	if clean("fp16.min_scale", "fp16.max_scale") && f.MinScale != nil && f.MaxScale != nil && *f.MaxScale != 0 &&
+		*f.MinScale > *f.MaxScale {
 		d.errf("fp16.min_scale", "%v is above max_scale %v (want min_scale <= max_scale)", *f.MinScale, *f.MaxScale)
 	}
+}
+
+func increasing(xs []int) bool {
+	for i := 1; i < len(xs); i++ {
+		if xs[i] <= xs[i-1] {
+			return false
+		}
+	}
+	return true
 }
 
 // either returns the first path the file defines, else the last one.

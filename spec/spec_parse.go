@@ -62,9 +62,7 @@ func ParseWithEnv(name string, src []byte, getenv func(string) string) (*Spec, e
 	d.fp16(raw.FP16, s)
 	d.gemini(raw.Gemini, s)
 	d.unknownKeys()
-	if len(d.errs) == 0 {
-		d.crossChecks(s) // these read several keys: only meaningful once each is valid
-	}
+	d.crossChecks(s)
 	if err := joinSpecErrors(d.errs); err != nil {
 		return nil, err
 	}

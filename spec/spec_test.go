@@ -271,6 +271,28 @@ func TestSpecErrorsAllReportedInLineOrder(t *testing.T) {
 	}
 }
 
+// The checks that read several keys run beside the single-key errors, each
+// only where the keys it reads are clean: one pass reports everything.
+func TestSpecCrossChecksBesideOtherErrors(t *testing.T) {
+	src := "gamma = 2\nmilestones = [5, 2]\ndevice = \"cpu\"\ncomm = \"nccl\"\nepochs = 0\nresume = 3\n"
+	_, err := ParseWithEnv("t.toml", []byte(src), noEnv)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	// resume = 3 against the invalid epochs is not judged: epochs has its own error.
+	want := []string{"t.toml:1: key `gamma`", "t.toml:2: key `milestones`: [5 2] is not strictly increasing",
+		"t.toml:4: key `comm`: \"nccl\" needs GPU ranks", "t.toml:5: key `epochs`"}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%v", len(lines), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("error %d = %q, want prefix %q", i, lines[i], w)
+		}
+	}
+}
+
 func TestSpecTypeErrorHidesInnerKeys(t *testing.T) {
 	_, err := ParseWithEnv("t.toml", []byte("epochs = { a = 1 }\n"), noEnv)
 	if err == nil || strings.Count(err.Error(), "\n") != 0 || !strings.Contains(err.Error(), "a table") {
