@@ -108,3 +108,11 @@ func TestPreflightFailureShownOnEveryRun(t *testing.T) {
 		sendKey(tm, "tab")
 	}
 }
+
+func TestFmtScale(t *testing.T) {
+	for v, want := range map[float64]string{32768: "32768", 32: "32", 0.5: "0.5", 1 << 41: "2.199e+12", 1.5e-5: "1.5e-05"} {
+		if got := fmtScale(v); got != want {
+			t.Errorf("fmtScale(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

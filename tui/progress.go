@@ -141,7 +141,7 @@ func (p *progressPane) statsLine(st styles) string {
 		parts = append(parts, fmt.Sprintf("loss %.4f", p.loss))
 	}
 	if p.lossScale > 0 {
-		parts = append(parts, "scale "+strconv.FormatFloat(p.lossScale, 'g', 4, 64))
+		parts = append(parts, "scale "+fmtScale(p.lossScale))
 	}
 	if p.skipped > 0 {
 		parts = append(parts, st.warn.Render(fmt.Sprintf("%d skipped", p.skipped)))
@@ -181,4 +181,13 @@ func sum(xs []float64) float64 {
 		s += x
 	}
 	return s
+}
+
+// fmtScale prints a loss scale: whole (the powers of two a scaler steps
+// through: 65536, 32) up to 2^40, else in 4 significant digits.
+func fmtScale(v float64) string {
+	if v == math.Trunc(v) && v <= 1<<40 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
 }
