@@ -9,12 +9,13 @@ package runner
 // scheduler) that eval scores and run resumes from.
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"resnetlab/ckpt"
-	"resnetlab/fsutil"
 	"resnetlab/spec"
 	"slices"
 	"strconv"
@@ -36,33 +37,66 @@ const (
 
 // ExportFormat resolves the format of an export to out: format when given
 // (safetensors or pth), else from out's extension (.safetensors; .pth, .pt
-// or .bin for torch.save).
+// or .bin for torch.save). A format that contradicts .safetensors, .pth or
+// .pt is refused, since the file would lie about its content; .bin names
+// no format of its own (Hugging Face uses it for torch.save files), so
+// either format may go there.
 func ExportFormat(format, out string) (string, error) {
+	byExt := extFormat(out)
+	given := ""
 	switch strings.ToLower(format) {
 	case FormatSafetensors:
-		return FormatSafetensors, nil
+		given = FormatSafetensors
 	case FormatPth, "pt", "torch":
-		return FormatPth, nil
+		given = FormatPth
 	case "":
 	default:
 		return "", fmt.Errorf("export format %q: want safetensors or pth", format)
 	}
-	switch strings.ToLower(filepath.Ext(out)) {
-	case ".safetensors":
-		return FormatSafetensors, nil
-	case ".pth", ".pt", ".bin":
-		return FormatPth, nil
+	ext := filepath.Ext(out)
+	switch {
+	case given != "" && byExt != "" && given != byExt && !strings.EqualFold(ext, ".bin"):
+		return "", fmt.Errorf("export to %s: format %s, but the extension %q says %s; "+
+			"drop the format or name the file .%s", out, format, ext, byExt, extOf(given))
+	case given != "":
+		return given, nil
+	case byExt != "":
+		return byExt, nil
 	}
 	return "", fmt.Errorf("export to %s: cannot tell the format from the extension %q "+
-		"(use .safetensors, .pth or .pt, or give the format: safetensors or pth)", out, filepath.Ext(out))
+		"(use .safetensors, .pth or .pt, or give the format: safetensors or pth)", out, ext)
+}
+
+// extFormat is the format out's extension names, or "".
+func extFormat(out string) string {
+	switch strings.ToLower(filepath.Ext(out)) {
+	case ".safetensors":
+		return FormatSafetensors
+	case ".pth", ".pt", ".bin":
+		return FormatPth
+	}
+	return ""
+}
+
+// extOf is the usual extension of a format, without the dot.
+func extOf(format string) string {
+	if format == FormatSafetensors {
+		return "safetensors"
+	}
+	return "pth"
 }
 
 // ExportModel writes the model of dir's checkpoint of epoch (0: the latest
 // complete one) to out, atomically, as safetensors or a torch.save archive
-// (format "" picks it from out's extension) with torchvision's keys.
+// (format "" picks it from out's extension) with torchvision's keys. out
+// must not exist and its directory must: an export creates one file and
+// never replaces one, as ImportModel never replaces a checkpoint.
 func ExportModel(dir string, epoch int, format, out string) error {
 	format, err := ExportFormat(format, out)
 	if err != nil {
+		return err
+	}
+	if err := checkNewFile(out); err != nil { // before the checkpoint is read
 		return err
 	}
 	if epoch, err = resolveEpoch(dir, epoch); err != nil {
@@ -143,20 +177,93 @@ func architecture(width, in, classes string) string {
 	return fmt.Sprintf("resnet18 (width %s, in_channels %s, num_classes %s)", width, in, classes)
 }
 
-// writeTorchFile writes ts to out in format through a temporary file, so
-// out is either the old file or the complete new one.
+// checkNewFile refuses an out that exists (a dangling link too: writing
+// through it would create a file elsewhere) or whose directory does not,
+// so that nothing is created or replaced but out itself.
+func checkNewFile(out string) error {
+	if _, err := os.Lstat(out); err == nil {
+		return fmt.Errorf("%s already exists; remove it or choose another file name", out)
+	}
+	dir := filepath.Dir(out)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("export to %s: directory %s does not exist; create it first", out, dir)
+	case err != nil:
+		return fmt.Errorf("export to %s: %w", out, err)
+	case !fi.IsDir():
+		return fmt.Errorf("export to %s: %s is not a directory", out, dir)
+	}
+	return nil
+}
+
+// writeTorchFile writes ts to out in format through a temporary file in
+// out's directory, which is hard-linked to out only when complete: the
+// link fails if out appeared meanwhile, so a file is never replaced (a
+// rename would), and out is absent or whole after a crash. Where the file
+// system has no hard links, a rename after a last look does the same but
+// for that instant.
 func writeTorchFile(out, format string, ts []torchfmt.Tensor, md map[string]string) error {
-	if dir := filepath.Dir(out); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir := filepath.Dir(out)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(out)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("export to %s: %w", out, err)
+	}
+	defer os.Remove(f.Name()) // the temporary name goes in every case
+	if err := writeSynced(f, format, ts, md); err != nil {
+		return fmt.Errorf("export to %s: %w", out, err)
+	}
+	if err := linkNew(f.Name(), out); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil { // make the new name durable
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// linkNew gives tmp the name out, never replacing an existing out.
+func linkNew(tmp, out string) error {
+	err := os.Link(tmp, out)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s already exists; remove it or choose another file name", out)
+	}
+	if err != nil { // no hard links here (FAT, some network file systems)
+		if err := checkNewFile(out); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, out); err != nil {
 			return fmt.Errorf("export to %s: %w", out, err)
 		}
 	}
-	return fsutil.WriteFileAtomic(out, func(w io.Writer) error {
-		if format == FormatSafetensors {
-			return torchfmt.WriteSafetensors(w, ts, md)
-		}
-		return torchfmt.WritePthMeta(w, ts, md)
-	})
+	return nil
+}
+
+// writeSynced writes the file's content to f, makes it readable like a
+// file os.Create makes (CreateTemp's are 0600), syncs and closes it.
+func writeSynced(f *os.File, format string, ts []torchfmt.Tensor, md map[string]string) error {
+	defer f.Close() // a second Close only returns an error, ignored
+	bw := bufio.NewWriterSize(f, 1<<20)
+	var err error
+	if format == FormatSafetensors {
+		err = torchfmt.WriteSafetensors(bw, ts, md)
+	} else {
+		err = torchfmt.WritePthMeta(bw, ts, md)
+	}
+	if err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // ImportOptions says what a file without resnetlab metadata (a plain

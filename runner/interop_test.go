@@ -352,19 +352,27 @@ func TestImportHalfPrecision(t *testing.T) {
 func TestExportFormat(t *testing.T) {
 	for _, c := range []struct{ format, out, want string }{
 		{"", "a.safetensors", FormatSafetensors}, {"", "a.pth", FormatPth}, {"", "a.PT", FormatPth},
-		{"safetensors", "a.pth", FormatSafetensors}, {"pth", "weights", FormatPth}, {"", "weights", ""},
-		{"onnx", "a.pth", ""},
+		{"pth", "weights", FormatPth}, {"", "weights", ""}, {"onnx", "a.pth", ""},
+		{"safetensors", "a.bin", FormatSafetensors}, {"pth", "a.bin", FormatPth}, {"", "a.bin", FormatPth},
+		{"pth", "a.pth", FormatPth}, {"safetensors", "a.SafeTensors", FormatSafetensors},
+		// a format the extension contradicts would write a file that lies
+		{"safetensors", "a.pth", ""}, {"safetensors", "a.pt", ""}, {"pth", "a.safetensors", ""},
 	} {
 		got, err := ExportFormat(c.format, c.out)
 		if got != c.want || (err != nil) != (c.want == "") {
 			t.Errorf("ExportFormat(%q, %q) = %q, %v; want %q", c.format, c.out, got, err, c.want)
 		}
 	}
-	// An explicit format wins over the extension: safetensors bytes in a .pth.
+	_, err := ExportFormat("pth", "m.safetensors")
+	if want := `export to m.safetensors: format pth, but the extension ".safetensors" says safetensors; ` +
+		"drop the format or name the file .pth"; err == nil || err.Error() != want {
+		t.Errorf("contradiction: %v, want %q", err, want)
+	}
+	// An explicit format where the extension names none: safetensors bytes in a .bin.
 	sd := testStateDict(t, 2, 9)
 	src := t.TempDir()
 	writeTestCheckpoint(t, src, 1, sd, syntheticMeta(2))
-	out := filepath.Join(t.TempDir(), "x.pth")
+	out := filepath.Join(t.TempDir(), "x.bin")
 	if err := ExportModel(src, 1, FormatSafetensors, out); err != nil {
 		t.Fatal(err)
 	}

@@ -17,14 +17,19 @@ so that
   m.load_state_dict(torch.load(FILE))                       # pth
   m.load_state_dict(safetensors.torch.load_file(FILE))      # safetensors
 
-loads it with strict key checking. The file is written atomically.
+loads it with strict key checking. The file is written atomically, and
+only as a new file: an existing FILE is refused, never replaced, and FILE's
+directory must exist (nothing else is created).
 
 Flags:
   -c, --checkpoint DIR   checkpoint directory (required)
-  -e, --epoch E          epoch of the checkpoint (default: the latest complete one)
+  -e, --epoch E          epoch of the checkpoint (optional; default: the
+                         latest complete one in DIR)
   --format NAME          safetensors or pth (torch.save's zip format)
-                         (default: from FILE's extension, .safetensors or .pth/.pt)
-  -o, --output FILE      file to write (required)
+                         (default: from FILE's extension, .safetensors or
+                         .pth/.pt/.bin; a format that contradicts .safetensors,
+                         .pth or .pt is refused)
+  -o, --output FILE      file to write (required; must not exist)
 
 Examples:
   resnetlab export -c ./checkpoint/zero/torch_ddp-fp32-1 -e 80 -o resnet18.safetensors

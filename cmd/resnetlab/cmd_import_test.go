@@ -114,3 +114,71 @@ func TestInteropArgErrors(t *testing.T) {
 		}
 	}
 }
+
+// export refuses, in one line naming the path and before touching the
+// disk, a missing directory (created by nothing), an existing file (left
+// as it was) and a --format the extension contradicts.
+func TestExportRefusals(t *testing.T) {
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "torch.pth")
+	if err := torchfmt.WriteFile(in, torchStateDict(t)); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "ckpt")
+	if c, _, errb := testCLI(); runCLI(c, "import", in, "-o", dir, "--dataset", "fashion-mnist") != exitOK {
+		t.Fatalf("import: %s", errb)
+	}
+	missing := filepath.Join(tmp, "nonexist", "dir")
+	cases := []struct {
+		args []string
+		code int
+		line string
+	}{
+		{[]string{"-e", "1", "-o", filepath.Join(missing, "m.safetensors")}, exitFailed, "resnetlab export: export to " +
+			filepath.Join(missing, "m.safetensors") + ": directory " + missing + " does not exist; create it first"},
+		{[]string{"-o", in}, exitFailed, "resnetlab export: " + in + " already exists; remove it or choose another file name"},
+		{[]string{"--format", "pth", "-o", filepath.Join(tmp, "m.safetensors")}, exitUsage, "resnetlab export: export to " +
+			filepath.Join(tmp, "m.safetensors") + `: format pth, but the extension ".safetensors" says safetensors; drop the format or name the file .pth`},
+	}
+	before, _ := os.ReadFile(in)
+	for _, tc := range cases {
+		c, out, errb := testCLI()
+		code := runCLI(c, append([]string{"export", "-c", dir}, tc.args...)...)
+		if first, _, _ := strings.Cut(errb.String(), "\n"); code != tc.code || first != tc.line || out.Len() > 0 {
+			t.Errorf("%v: code %d, stdout %q, stderr %q; want code %d and %q", tc.args, code, out, errb, tc.code, tc.line)
+		}
+	}
+	if after, _ := os.ReadFile(in); !slices.Equal(after, before) {
+		t.Error("export changed the existing file")
+	}
+	if names, _ := os.ReadDir(tmp); len(names) != 2 { // torch.pth and ckpt
+		t.Errorf("export left %v in %s", names, tmp)
+	}
+}
+
+// import of a file cut short says so in one line naming the file, with
+// the sizes, and writes no checkpoint.
+func TestImportTruncatedFile(t *testing.T) {
+	tmp := t.TempDir()
+	for _, name := range []string{"cut.safetensors", "cut.pth"} {
+		full := filepath.Join(tmp, "full-"+name)
+		if err := torchfmt.WriteFile(full, torchStateDict(t)); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(full)
+		in := filepath.Join(tmp, name)
+		if err := os.WriteFile(in, b[:800], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(tmp, "ckpt")
+		c, _, errb := testCLI()
+		code := runCLI(c, "import", in, "-o", dir)
+		if msg := errb.String(); code != exitFailed || !strings.HasPrefix(msg, "resnetlab import: "+in+": ") ||
+			!strings.Contains(msg, "truncated") || !strings.Contains(msg, "800") || strings.Count(msg, "\n") != 1 {
+			t.Errorf("%s: code %d, stderr %q; want one line naming it, 'truncated' and its 800 bytes", name, code, msg)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("%s: import created %s", name, dir)
+		}
+	}
+}

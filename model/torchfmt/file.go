@@ -11,8 +11,8 @@ import (
 )
 
 // ReadFile reads a state dict from path, choosing the format by content: a zip
-// local-file signature means torch.save, a plausible header length followed by '{'
-// means safetensors. Metadata is dropped.
+// local-file signature means torch.save, a header length within the format's
+// limit followed by '{' means safetensors. Metadata is dropped.
 func ReadFile(path string) ([]Tensor, error) {
 	ts, _, err := ReadFileMeta(path)
 	return ts, err
@@ -53,10 +53,15 @@ func sniff(head []byte, size int64) string {
 	switch {
 	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
 		return "pth"
-	case len(head) == 9 && head[8] == '{' && binary.LittleEndian.Uint64(head) <= uint64(size-8):
+	case len(head) == 9 && head[8] == '{' && binary.LittleEndian.Uint64(head) <= maxHeaderLen:
+		// A length longer than the file still means safetensors: the
+		// reader then says the file is truncated, and by how much.
 		return "safetensors"
 	case len(head) >= 2 && head[0] == opProto && head[1] <= 5:
 		return "legacy torch.save format (before PyTorch 1.6) is not supported; re-save it with a current torch.save"
+	}
+	if size < 9 { // say so: an empty or cut file is a common case
+		return fmt.Sprintf("neither a torch.save zip archive nor a safetensors file (it has only %d bytes)", size)
 	}
 	return "neither a torch.save zip archive nor a safetensors file"
 }

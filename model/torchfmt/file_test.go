@@ -64,7 +64,8 @@ func TestReadFileRejectsOtherFormats(t *testing.T) {
 		"legacy.pt":  {[]byte("\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19.\x80\x02M\xe9\x03."), "legacy torch.save format"},
 		"text.txt":   {[]byte("hello, world"), "neither a torch.save zip archive nor a safetensors file"},
 		"tiny.bin":   {[]byte("PK"), "neither"},
-		"broken.pth": {[]byte("PK\x03\x04garbage"), "not a readable zip"},
+		"broken.pth": {[]byte("PK\x03\x04garbage"), "truncated: the file stops at byte 11, inside the header of the zip entry at byte 0"},
+		"empty.pth":  {nil, "(it has only 0 bytes)"},
 	}
 	for name, c := range cases {
 		path := filepath.Join(dir, name)

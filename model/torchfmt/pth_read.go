@@ -78,6 +78,9 @@ type pthArchive struct {
 func openPth(r io.ReaderAt, size int64) (*pthArchive, error) {
 	zr, err := zip.NewReader(r, size)
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+		if cut := zipCut(r, size); cut != "" {
+			return nil, fmt.Errorf("pth: truncated: %s", cut)
+		}
 		return nil, fmt.Errorf("pth: not a readable zip archive: %w", err)
 	}
 	if len(zr.File) == 0 {

@@ -269,7 +269,9 @@ func TestPthRejectsCorruptInput(t *testing.T) {
 		data       []byte
 	}{
 		{"not a zip", "not a readable zip", []byte("hello world, definitely not a zip")},
-		{"truncated", "not a readable zip", valid[:len(valid)/2]},
+		{"truncated", "pth: truncated: ", valid[:len(valid)/2]},
+		{"cut in the central directory", "no complete zip end record after its central directory", valid[:len(valid)-30]},
+		{"damaged, not cut", "not a readable zip", emptyEntryThen("a/x", "neither an entry nor a central directory")},
 		{"missing data.pkl", "archive/data.pkl is missing", edit(t, without("archive/data.pkl"))},
 		{"missing storage", "archive/data/0 is missing", edit(t, without("archive/data/0"))},
 		{"missing version", "archive/version is missing", edit(t, without("archive/version"))},
@@ -295,6 +297,15 @@ func TestPthRejectsCorruptInput(t *testing.T) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
 	}
+}
+
+// emptyEntryThen is a zip local header of an empty stored entry name,
+// then rest: a file that was damaged, not cut short.
+func emptyEntryThen(name, rest string) []byte {
+	h := make([]byte, localHeaderLen)
+	copy(h, "PK\x03\x04")
+	h[26] = byte(len(name))
+	return append(append(h, name...), rest...)
 }
 
 // TestPthTruncationNeverPanics cuts a valid archive at many points and flips bytes.

@@ -107,7 +107,7 @@ func ReadSafetensors(r io.ReaderAt, size int64) ([]Tensor, map[string]string, er
 		return nil, nil, err
 	}
 	dataStart := 8 + int64(len(header))
-	if err := checkSTOffsets(entries, size-dataStart); err != nil {
+	if err := checkSTOffsets(entries, dataStart, size); err != nil {
 		return nil, nil, err
 	}
 	ts := make([]Tensor, 0, len(entries))
@@ -131,11 +131,11 @@ func readSTHeader(r io.ReaderAt, size int64) ([]byte, error) {
 		return nil, fmt.Errorf("safetensors: reading header length: %w", err)
 	}
 	n := binary.LittleEndian.Uint64(lenBuf[:])
-	if n > uint64(size-8) {
-		return nil, fmt.Errorf("safetensors: header length %d exceeds the %d bytes after the length prefix (truncated or not safetensors)", n, size-8)
-	}
-	if n > maxHeaderLen {
+	if n > maxHeaderLen { // a corrupt length, not a cut file: say no more
 		return nil, fmt.Errorf("safetensors: header length %d exceeds the %d-byte limit", n, maxHeaderLen)
+	}
+	if n > uint64(size-8) {
+		return nil, fmt.Errorf("safetensors: truncated: the header length says the header runs to byte %d, the file has %d bytes", 8+n, size)
 	}
 	if n < 2 {
 		return nil, fmt.Errorf("safetensors: header length %d is too short for a JSON object", n)
@@ -229,9 +229,11 @@ func checkSTEntry(name string, raw stEntry) (stTensor, error) {
 	return e, nil
 }
 
-// checkSTOffsets requires the tensors to tile the data buffer exactly: in range,
-// no overlap, no gap, nothing left over (as the reference reader does).
-func checkSTOffsets(entries []stTensor, bufLen int64) error {
+// checkSTOffsets requires the tensors to tile the data buffer (the file
+// from dataStart to size) exactly: no overlap, no gap, nothing left over
+// (as the reference reader does). Gaps and overlaps are checked first, so
+// tiles that reach past the end mean a file cut short.
+func checkSTOffsets(entries []stTensor, dataStart, size int64) error {
 	sorted := make([]stTensor, len(entries))
 	copy(sorted, entries)
 	// Empty tensors sort before a tensor starting at the same offset.
@@ -242,20 +244,23 @@ func checkSTOffsets(entries []stTensor, bufLen int64) error {
 		return sorted[i].end < sorted[j].end
 	})
 	var pos int64
-	prev := ""
+	prev, cut := "", ""
 	for _, e := range sorted {
-		if e.end > bufLen {
-			return fmt.Errorf("safetensors: tensor %q: data_offsets [%d, %d] run past the %d-byte data buffer (truncated file?)", e.name, e.begin, e.end, bufLen)
-		}
 		if e.begin < pos {
 			return fmt.Errorf("safetensors: tensor %q: data_offsets [%d, %d] overlap tensor %q, which ends at %d", e.name, e.begin, e.end, prev, pos)
 		}
 		if e.begin > pos {
 			return fmt.Errorf("safetensors: tensor %q: data_offsets start at %d, leaving a gap after byte %d", e.name, e.begin, pos)
 		}
+		if cut == "" && dataStart+e.end > size {
+			cut = e.name
+		}
 		pos, prev = e.end, e.name
 	}
-	if pos != bufLen {
+	switch bufLen := size - dataStart; {
+	case pos > bufLen:
+		return fmt.Errorf("safetensors: truncated: the header says the file is %d bytes, it has %d (cut in tensor %q)", dataStart+pos, size, cut)
+	case pos < bufLen:
 		return fmt.Errorf("safetensors: tensors cover %d bytes but the data buffer holds %d", pos, bufLen)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -82,8 +83,8 @@ func TestSafetensorsRejectsCorruptInput(t *testing.T) {
 		data       []byte
 	}{
 		{"empty", "too short", nil},
-		{"truncated data", "run past", valid[:len(valid)-1]},
-		{"truncated header", "exceeds", valid[:20]},
+		{"truncated data", fmt.Sprintf("truncated: the header says the file is %d bytes, it has %d", len(valid), len(valid)-1), valid[:len(valid)-1]},
+		{"truncated header", "truncated: the header length says the header runs to byte", valid[:20]},
 		{"huge header length", "exceeds", append(binary.LittleEndian.AppendUint64(nil, 1<<62), valid[8:]...)},
 		{"not json", "does not start with '{'", stFile("[1,2]   ", nil)},
 		{"bad json", "bad header", stFile(`{"a":{"dtype":"F32",}}`, nil)},
@@ -93,7 +94,7 @@ func TestSafetensorsRejectsCorruptInput(t *testing.T) {
 		{"negative dim", `tensor "a": dim 0 is -1`, stFile(`{"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}}`, make([]byte, 4))},
 		{"size mismatch", `tensor "a": data_offsets [0, 4] span 4 bytes, but F32 shape [2] needs 8`, stFile(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}`, make([]byte, 4))},
 		{"reversed offsets", `tensor "a": data_offsets [4, 0]`, stFile(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}}`, make([]byte, 4))},
-		{"offset past end", `tensor "a": data_offsets [0, 8] run past the 4-byte`, stFile(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, make([]byte, 4))},
+		{"offset past end", `truncated: the header says the file is 70 bytes, it has 66 (cut in tensor "a")`, stFile(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, make([]byte, 4))},
 		{"overlap", `tensor "b": data_offsets [0, 4] overlap tensor "a"`, stFile(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, make([]byte, 8))},
 		{"gap", `tensor "a": data_offsets start at 4, leaving a gap`, stFile(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, make([]byte, 8))},
 		{"leftover bytes", "cover 4 bytes but the data buffer holds 8", stFile(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, make([]byte, 8))},

@@ -1,0 +1,110 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// dirEntries lists every path under root, to show that a refused export
+// created, removed and changed nothing.
+func dirEntries(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		out = append(out, p+" "+fi.Mode().String()+" "+fi.ModTime().String())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// An export refuses, in one line naming the path, to write into a
+// directory that does not exist (creating nothing), over an existing file
+// or dangling link (leaving it as it was), or under a file; it reads no
+// checkpoint first and leaves no temporary file.
+func TestExportRefusesBadTargets(t *testing.T) {
+	src := t.TempDir()
+	writeTestCheckpoint(t, src, 2, testStateDict(t, 2, 3), syntheticMeta(2))
+	tmp := t.TempDir()
+	old := filepath.Join(tmp, "old.safetensors")
+	if err := os.WriteFile(old, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(tmp, "link.pth")
+	if err := os.Symlink(filepath.Join(tmp, "elsewhere.pth"), link); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(tmp, "no", "such")
+	cases := []struct{ out, want string }{
+		{filepath.Join(missing, "m.safetensors"), "export to " + filepath.Join(missing, "m.safetensors") +
+			": directory " + missing + " does not exist; create it first"},
+		{old, old + " already exists; remove it or choose another file name"},
+		{link, link + " already exists; remove it or choose another file name"},
+		{filepath.Join(old, "m.pth"), "export to " + filepath.Join(old, "m.pth") + ": " + old + " is not a directory"},
+	}
+	before := dirEntries(t, tmp)
+	for _, c := range cases {
+		err := ExportModel(src, 0, "", c.out)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("export to %s: %v, want %q", c.out, err, c.want)
+		}
+		if after := dirEntries(t, tmp); !slices.Equal(after, before) {
+			t.Errorf("export to %s changed the disk:\nbefore %q\nafter  %q", c.out, before, after)
+		}
+	}
+	if b, _ := os.ReadFile(old); string(b) != "precious" {
+		t.Errorf("existing file now holds %d bytes, starting %q", len(b), b[:min(len(b), 16)])
+	}
+	// The check comes before the checkpoint is read: a missing one is not
+	// what the error is about.
+	if err := ExportModel(filepath.Join(tmp, "nockpt"), 0, "", old); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("existing output and no checkpoint: %v, want 'already exists'", err)
+	}
+}
+
+// A file that appears between the check and the final link is not
+// replaced: linkNew refuses it and the temporary file is gone.
+func TestExportNeverReplacesARacingFile(t *testing.T) {
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "m.pth")
+	src := filepath.Join(tmp, "done")
+	if err := os.WriteFile(src, []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, []byte("theirs"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := linkNew(src, out); err == nil || !strings.Contains(err.Error(), out+" already exists") {
+		t.Fatalf("linkNew over an existing file: %v", err)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "theirs" {
+		t.Fatalf("existing file now holds %q", b)
+	}
+}
+
+// A successful export leaves exactly the one file, readable by others
+// like any file the user writes, and no temporary file beside it.
+func TestExportLeavesOneFile(t *testing.T) {
+	src := t.TempDir()
+	writeTestCheckpoint(t, src, 1, testStateDict(t, 2, 5), syntheticMeta(2))
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "m.pth")
+	if err := ExportModel(src, 1, "", out); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := os.ReadDir(tmp)
+	if len(names) != 1 || names[0].Name() != "m.pth" {
+		t.Fatalf("directory holds %v, want only m.pth", names)
+	}
+	if fi, _ := os.Stat(out); fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", fi.Mode().Perm())
+	}
+}
