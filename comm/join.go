@@ -73,7 +73,7 @@ func JoinWorld(ctx context.Context, env Env, fingerprint string) (*ProcComm, err
 	if host == "" || strings.ContainsAny(host, "\n") || len(host) > 255 {
 		host = "unknown"
 	}
-	pc := &ProcComm{env: env, host: host, done: make(chan struct{})}
+	pc := &ProcComm{env: env, host: host, done: make(chan struct{}), start: time.Now()}
 	if err := pc.rendezvous(ctx, fingerprint); err != nil {
 		pc.close()
 		return nil, err
@@ -109,10 +109,12 @@ func (pc *ProcComm) rendezvous(ctx context.Context, fp string) error {
 		}
 		defer pg.Close()
 	}
-	var err error
-	if pc.store, err = DialStore(ctx, addr); err != nil {
-		return fmt.Errorf("rendezvous: rank %d cannot reach rank 0's store at MASTER_ADDR:MASTER_PORT %s: %w", env.Rank, addr, err)
+	c, err := dialRetry(ctx, addr)
+	if err != nil {
+		return fmt.Errorf("rendezvous: rank %d (host %s) cannot reach rank 0's store at MASTER_ADDR:MASTER_PORT %s: %w",
+			env.Rank, pc.host, addr, err)
 	}
+	pc.store = &StoreClient{addr: addr, c: c}
 	stop := context.AfterFunc(ctx, func() { // interrupted: a deadline ends the store's waits by itself
 		if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 			pc.store.Close()
@@ -128,6 +130,18 @@ func (pc *ProcComm) rendezvous(ctx context.Context, fp string) error {
 	return pc.admitted(ctx)
 }
 
+// ended is err, from a wait of the rendezvous, as one line: when ctx
+// ended the wait, or the store's own timeout did (ctx's deadline, which
+// the store may answer a moment before ctx ends), what ended it and how
+// long after the rendezvous began (waitError); any other error as it is.
+func (pc *ProcComm) ended(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	if cause == nil && !errors.Is(err, ErrStoreTimeout) {
+		return err
+	}
+	return &waitError{cause: cause, waited: time.Since(pc.start), last: err}
+}
+
 // left is what remains of ctx's time (at least a millisecond).
 func left(ctx context.Context) time.Duration {
 	d, _ := ctx.Deadline()
@@ -139,7 +153,7 @@ func (pc *ProcComm) hello(ctx context.Context, fp string) error {
 	r := pc.env.Rank
 	n, err := pc.store.Add(claimKey(r), 1, left(ctx))
 	if err != nil {
-		return fmt.Errorf("rendezvous: rank %d (host %s): %w", r, pc.host, errors.Join(context.Cause(ctx), err))
+		return fmt.Errorf("rendezvous: rank %d (host %s) claiming RANK=%d in the store: %w", r, pc.host, r, pc.ended(ctx, err))
 	}
 	if n > 1 {
 		other := "another host"
@@ -152,7 +166,7 @@ func (pc *ProcComm) hello(ctx context.Context, fp string) error {
 	}
 	msg := fmt.Sprintf("%d\n%s\n%s", pc.env.WorldSize, pc.host, fp)
 	if err := pc.store.Set(helloKey(r), []byte(msg), left(ctx)); err != nil {
-		return fmt.Errorf("rendezvous: rank %d (host %s): %w", r, pc.host, err)
+		return fmt.Errorf("rendezvous: rank %d (host %s) publishing its hello: %w", r, pc.host, pc.ended(ctx, err))
 	}
 	return nil
 }
@@ -173,7 +187,7 @@ func (pc *ProcComm) judge(ctx context.Context, fp string, pg net.Listener) error
 	}
 	if err := pc.store.Wait(keys, left(ctx)); err != nil {
 		return refuse(fmt.Errorf("rendezvous: rank 0 (host %s) waited on port %d for %s: %w",
-			pc.host, pc.env.MasterPort, pc.missing(), errors.Join(context.Cause(ctx), err)))
+			pc.host, pc.env.MasterPort, pc.missing(), pc.ended(ctx, err)))
 	}
 	for r := 1; r < w; r++ {
 		p, err := pc.checkHello(r, fp)
@@ -217,11 +231,19 @@ func (pc *ProcComm) checkHello(r int, fp string) (*peer, error) {
 	return p, nil
 }
 
-// missing names the ranks whose hello is not in the store.
+// missing names the ranks whose hello is not in the store. Rank 0 reads
+// its own server, which an interrupt leaves readable (it closes the
+// client).
 func (pc *ProcComm) missing() string {
 	var m []string
 	for r := range pc.env.WorldSize {
-		ok, err := pc.store.Check([]string{helloKey(r)}, time.Second)
+		var ok bool
+		var err error
+		if pc.server != nil {
+			ok = pc.server.has(helloKey(r))
+		} else {
+			ok, err = pc.store.Check([]string{helloKey(r)}, time.Second)
+		}
 		if err != nil {
 			return "the other ranks"
 		}
@@ -258,7 +280,7 @@ func (pc *ProcComm) acceptPeers(ctx context.Context, pg net.Listener) error {
 				}
 			}
 			return fail(fmt.Errorf("rendezvous: rank 0 (host %s) waited for the collective connections of %s: %w",
-				pc.host, strings.Join(m, ", "), errors.Join(context.Cause(ctx), err)))
+				pc.host, strings.Join(m, ", "), pc.ended(ctx, err)))
 		}
 		c.SetDeadline(time.Now().Add(min(left(ctx), 10*time.Second)))
 		var h [8]byte
@@ -286,7 +308,7 @@ func (pc *ProcComm) admitted(ctx context.Context) error {
 	b, err := pc.store.Get(verdictKey, left(ctx))
 	if err != nil {
 		return fmt.Errorf("rendezvous: rank %d (host %s) waited for rank 0's verdict (still missing: %s): %w",
-			env.Rank, pc.host, pc.missing(), errors.Join(context.Cause(ctx), err))
+			env.Rank, pc.host, pc.missing(), pc.ended(ctx, err))
 	}
 	pc.store.Set(seenKey(env.Rank), nil, time.Second)
 	f := strings.Split(string(b), "\n")
@@ -313,7 +335,7 @@ func (pc *ProcComm) admitted(ctx context.Context) error {
 	}
 	status, msg, err := readReply(c)
 	if err != nil {
-		return fmt.Errorf("rendezvous: rank %d waiting for rank 0 (host %s) to admit it: %w", env.Rank, f[2], errors.Join(context.Cause(ctx), err))
+		return fmt.Errorf("rendezvous: rank %d waiting for rank 0 (host %s) to admit it: %w", env.Rank, f[2], pc.ended(ctx, err))
 	}
 	if status != 0 {
 		return errors.New(string(msg))

@@ -29,6 +29,7 @@ type ProcComm struct {
 	mu     sync.Mutex
 	err    error         // set once the world is broken; every later call returns it
 	done   chan struct{} // closed when the world breaks or closes: stops the heartbeats
+	start  time.Time     // when JoinWorld began: the rendezvous's errors say how long it waited
 }
 
 type peer struct {
@@ -76,6 +77,10 @@ func readReply(c net.Conn) (byte, []byte, error) {
 
 func (pc *ProcComm) Rank() int      { return pc.env.Rank }
 func (pc *ProcComm) WorldSize() int { return pc.env.WorldSize }
+
+// Launcher is the `resnetlab launch` command line that started the world
+// (Env.Launch), "" when another launcher did.
+func (pc *ProcComm) Launcher() string { return pc.env.Launch }
 
 // Abort breaks the world: rank 0 tells every peer cause, another rank
 // tells rank 0 (which tells the rest), and every connection closes, so

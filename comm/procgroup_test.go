@@ -3,10 +3,13 @@ package comm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -315,5 +318,56 @@ func TestProcCommSilentPeer(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the silent rank was noticed after %v (peer timeout 500 ms)", d)
+	}
+}
+
+// TestJoinWorldErrorsAreOneLine: a rendezvous that times out or is
+// interrupted says, on one line, what it waited for, how long, and the
+// last cause: a rank with no rank 0 the address and the refusal, rank 0
+// the ranks that never came; before, each was the context's error and the
+// last one's, on two lines.
+func TestJoinWorldErrorsAreOneLine(t *testing.T) {
+	port := freePort(t)
+	_, err := JoinWorld(context.Background(), Env{Rank: 1, WorldSize: 2, MasterAddr: "127.0.0.1", MasterPort: port, JoinTimeout: 300 * time.Millisecond}, "f")
+	want := []string{fmt.Sprintf("rank 1 (host %s) cannot reach rank 0's store at MASTER_ADDR:MASTER_PORT 127.0.0.1:%d: gave up after 3", hostname(), port),
+		"(last: connection refused)"}
+	checkOneLine(t, "no rank 0", err, want...)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("no rank 0: %v matches neither the deadline nor the refusal", err)
+	}
+
+	_, err = JoinWorld(context.Background(), Env{Rank: 0, WorldSize: 3, MasterAddr: "127.0.0.1", MasterPort: freePort(t), JoinTimeout: 300 * time.Millisecond}, "f")
+	checkOneLine(t, "rank 0 alone", err, "waited on port", "for rank(s) 1, 2 (never arrived): gave up after 3")
+	if strings.Contains(err.Error(), "store: timed out") {
+		t.Errorf("rank 0 alone: %v repeats the store's timeout", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err = JoinWorld(ctx, Env{Rank: 0, WorldSize: 2, MasterAddr: "127.0.0.1", MasterPort: freePort(t)}, "f")
+	checkOneLine(t, "rank 0 interrupted", err, "for rank(s) 1 (never arrived): interrupted after 2")
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("rank 0 interrupted: %v does not match context.Canceled", err)
+	}
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+func checkOneLine(t *testing.T, what string, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: no error", what)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") {
+		t.Errorf("%s: %q is more than one line", what, msg)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("%s: %q, want %q in it", what, msg, w)
+		}
 	}
 }

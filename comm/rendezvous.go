@@ -23,7 +23,15 @@ type Env struct {
 	// JoinTimeout bounds the rendezvous, PeerTimeout a rank's silence
 	// (heartbeat.go); 0 means RendezvousTimeout and PeerTimeout.
 	JoinTimeout, PeerTimeout time.Duration
+	// Launch is the command line that started the world when `resnetlab
+	// launch` did (LaunchVar), quoted for a shell, without --resume and
+	// the spec: what a rank tells the user to run again. "" otherwise.
+	Launch string
 }
+
+// LaunchVar is the variable `resnetlab launch` sets in its ranks'
+// environment to its own command line (Env.Launch).
+const LaunchVar = "RESNETLAB_LAUNCH"
 
 // torchVars are the variables EnvFromLaunch reads, all required together.
 var torchVars = []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}
@@ -43,7 +51,19 @@ func EnvFromLaunch() (env Env, ok bool, err error) {
 	if ok && err == nil {
 		err = parseTimeouts(&env, os.LookupEnv)
 	}
+	if ok && err == nil {
+		env.Launch, err = parseLaunch(os.LookupEnv)
+	}
 	return env, ok, err
+}
+
+// parseLaunch reads LaunchVar: one line of at most 4 KiB.
+func parseLaunch(lookup func(string) (string, bool)) (string, error) {
+	v, _ := lookup(LaunchVar)
+	if len(v) > 4096 || strings.ContainsAny(v, "\r\n") {
+		return "", fmt.Errorf("launch environment: %s of %d bytes, want one line of at most 4096 (resnetlab launch sets it)", LaunchVar, len(v))
+	}
+	return strings.TrimSpace(v), nil
 }
 
 func parseEnv(lookup func(string) (string, bool)) (Env, bool, error) {
@@ -167,19 +187,90 @@ func writeReply(c net.Conn, status byte, b []byte) error {
 }
 
 // dialRetry dials until it connects or ctx ends: rank 0 may start later.
+// Its error is one line: how long it tried and the last refusal
+// (waitError).
 func dialRetry(ctx context.Context, addr string) (net.Conn, error) {
 	var d net.Dialer
+	start := time.Now()
 	wait := 20 * time.Millisecond
+	var last error
 	for {
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
 			return c, nil
 		}
+		if last == nil || ctx.Err() == nil { // a dial that ctx cut short says nothing new
+			last = err
+		}
 		select {
 		case <-ctx.Done():
-			return nil, errors.Join(context.Cause(ctx), err)
+			return nil, &waitError{cause: context.Cause(ctx), waited: time.Since(start), last: last}
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// waitError is a wait that its context ended, as one line: why it ended
+// (the deadline: "gave up", an interrupt, or the context's own cause),
+// after how long, and the last error seen while waiting, shortened to its
+// cause ("connection refused"). It matches its cause and its last error
+// (errors.Is).
+type waitError struct {
+	cause  error // context.Cause of the wait's context
+	waited time.Duration
+	last   error // nil: none worth telling (a store's own timeout)
+}
+
+func (e *waitError) Error() string {
+	d := roundWait(e.waited)
+	var s string
+	switch {
+	case e.cause == nil || errors.Is(e.cause, context.DeadlineExceeded):
+		s = fmt.Sprintf("gave up after %v", d)
+	case e.cause == context.Canceled:
+		s = fmt.Sprintf("interrupted after %v", d)
+	default:
+		s = fmt.Sprintf("%v after %v", e.cause, d)
+	}
+	// The store's own timeout is the deadline again; a connection closed
+	// is this rank's own doing once interrupted.
+	if e.last != nil && !errors.Is(e.last, ErrStoreTimeout) && !errors.Is(e.last, net.ErrClosed) {
+		s += " (last: " + lastCause(e.last) + ")"
+	}
+	return s
+}
+
+func (e *waitError) Unwrap() []error {
+	var errs []error
+	for _, err := range []error{e.cause, e.last} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// roundWait rounds a wait for reading: to 100 ms from 100 ms on, else to
+// the millisecond.
+func roundWait(d time.Duration) time.Duration {
+	if d >= 100*time.Millisecond {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// lastCause is err without what the message around it already says: a
+// dial's "dial tcp ADDR: connect: " leaves "connection refused", on one
+// line.
+func lastCause(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		err = op.Err
+	}
+	var se *os.SyscallError
+	if errors.As(err, &se) && se.Err != nil {
+		err = se.Err
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
 }

@@ -214,6 +214,13 @@ func (s *StoreServer) wrote(key string) {
 	s.changed = make(chan struct{})
 }
 
+// has reports whether key is set.
+func (s *StoreServer) has(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.have([]string{key})
+}
+
 func (s *StoreServer) have(keys []string) bool {
 	for _, k := range keys {
 		if _, ok := s.vals[k]; !ok {
@@ -369,7 +376,7 @@ func (sc *StoreClient) call(op byte, timeout time.Duration, keys []string, val [
 	case err != nil:
 		return nil, fmt.Errorf("store at %s: %w", sc.addr, err)
 	case status == storeTimeout:
-		return nil, fmt.Errorf("%w after %v waiting for %q", ErrStoreTimeout, timeout, keys)
+		return nil, fmt.Errorf("%w after %v waiting for %q", ErrStoreTimeout, roundWait(timeout), keys)
 	case status != storeOK:
 		return nil, fmt.Errorf("store at %s: %s", sc.addr, out)
 	}
