@@ -111,8 +111,12 @@ func (j *job) commandCode(cmd Command) int {
 		}
 		return wcQuit
 	case ResumeFrom:
-		j.logf(LevelWarn, "resume from %s ignored: a run of %d processes resumes only when it starts (resnetlab run --resume %s on every rank)",
-			c.Ref().Describe(), j.world.WorldSize(), c.Ref())
+		again := fmt.Sprintf("resnetlab run --resume %s on every rank", c.Ref())
+		if l := j.world.Launcher(); l != "" { // resnetlab launch started the world: its command line
+			again = fmt.Sprintf("%s --resume %s %s", l, c.Ref(), j.spec.File)
+		}
+		j.logf(LevelWarn, "resume from %s ignored: a run of %d processes resumes only when it starts (%s)",
+			c.Ref().Describe(), j.world.WorldSize(), again)
 	}
 	return wcNone
 }

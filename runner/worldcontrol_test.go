@@ -3,11 +3,15 @@ package runner
 import (
 	"context"
 	"errors"
+	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"resnetlab/comm"
 	"resnetlab/report"
+	"resnetlab/spec"
 )
 
 // TestWorldCommands: rank 0's front end pauses, checkpoints, resumes and
@@ -100,4 +104,33 @@ func only[E Event](evs []Event) []E {
 		}
 	}
 	return out
+}
+
+// TestWorldRefusedResumeSaysTheCommand: the UI's resume from a checkpoint
+// is refused in a world of processes, saying the command that resumes
+// it: resnetlab launch's own command line when a launch started the world
+// (comm.Env.Launch), run's on every rank otherwise.
+func TestWorldRefusedResumeSaysTheCommand(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	const launch = "resnetlab launch --nproc-per-node 2 --headless"
+	pc, err := comm.JoinWorld(context.Background(), comm.Env{WorldSize: 1, MasterAddr: "127.0.0.1", MasterPort: port,
+		JoinTimeout: 5 * time.Second, Launch: launch}, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	events := make(chan Event, 1)
+	j := &job{world: pc, spec: &spec.Spec{File: "exp/w.toml"}, events: events}
+	if code := j.commandCode(ResumeFrom{Epoch: 2, Step: 21}); code != wcNone {
+		t.Errorf("ResumeFrom gave code %d, want none", code)
+	}
+	l, ok := (<-events).(Log)
+	if want := "(" + launch + " --resume 2@21 exp/w.toml)"; !ok || !strings.HasSuffix(l.Text, want) {
+		t.Errorf("refusal %q, want it to end %q", l.Text, want)
+	}
 }

@@ -9,11 +9,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"resnetlab/ckpt"
+	"resnetlab/comm"
 	"resnetlab/spec"
 )
 
@@ -69,6 +71,7 @@ func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "resnetlab launch: cannot find this binary: %v\n", err)
 		return exitFailed
 	}
+	again := comm.LaunchVar + "=" + launchCommand(fs)
 	w := &world{done: map[*exec.Cmd]bool{}, codes: map[*exec.Cmd]int{}}
 	ui := !*headless && *nodeRank == 0 && c.tui != nil && c.isTTY()
 	var held []*tailBuffer // the other local ranks' output, printed at the end if needed (heldOutput)
@@ -76,7 +79,7 @@ func (c *cli) cmdLaunch(ctx context.Context, args []string) int {
 		env := map[string]int{"RANK": *nodeRank**nproc + i, "LOCAL_RANK": i, "WORLD_SIZE": *nnodes * *nproc,
 			"LOCAL_WORLD_SIZE": *nproc, "GROUP_RANK": *nodeRank, "MASTER_PORT": *port}
 		cmd := exec.Command(exe, launchArgs(ui && i == 0, resume, pos[0])...)
-		cmd.Env = append(os.Environ(), "MASTER_ADDR="+*addr)
+		cmd.Env = append(os.Environ(), "MASTER_ADDR="+*addr, again)
 		for k, v := range env {
 			cmd.Env = append(cmd.Env, k+"="+strconv.Itoa(v))
 		}
@@ -137,6 +140,25 @@ func checkLaunchSpec(path string, world int) error {
 			"(--nproc-per-node x --nnodes; make them equal)", sp.File, cells[0].ID, cells[0].WorldSize, world)
 	}
 	return nil
+}
+
+// launchCommand is this launch's command line as the user gave it, quoted
+// for a shell, less --resume and the spec: the ranks get it (comm.LaunchVar)
+// to say how to go on after an interrupt (continue.go) and in the UI's
+// refusal of a resume.
+func launchCommand(fs *flag.FlagSet) string {
+	set := map[string]string{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = f.Value.String() })
+	words := []string{"resnetlab", "launch"}
+	for _, name := range []string{"nproc-per-node", "nnodes", "node-rank", "master-addr", "master-port"} {
+		if v, ok := set[name]; ok {
+			words = append(words, "--"+name, shellQuote(v))
+		}
+	}
+	if set["headless"] == "true" {
+		words = append(words, "--headless")
+	}
+	return strings.Join(words, " ")
 }
 
 // launchArgs is the command line of a rank: rank 0 with the UI runs

@@ -43,12 +43,12 @@ func (c *cli) cmdRun(ctx context.Context, args []string) int {
 		return c.usageError("run", fe.Error())
 	}
 	if err != nil {
-		fmt.Fprintf(c.stderr, "resnetlab run: %v\n", err)
+		fmt.Fprintf(c.stderr, "%s: %v\n", progName(), err)
 		return exitFailed
 	}
 	world, err := joinWorld(ctx, pos[0], opts)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "resnetlab run: %v\n", err)
+		fmt.Fprintf(c.stderr, "%s: %v\n", progName(), err)
 		return exitFailed
 	}
 	if world != nil {
@@ -145,7 +145,7 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 	}
 	switch {
 	case errors.Is(err, context.Canceled) && (ctx.Err() != nil || opts.World != nil):
-		if opts.World == nil { // a world's ranks go on with the launcher's own command line
+		if opts.World == nil || inv.launched() { // another launcher's world goes on with its own command line
 			fmt.Fprint(c.stdout, prog.howToContinue(inv, c.width(c.stdout)))
 		}
 		// In a world, a rank stops with the rank that was interrupted: say so.
@@ -153,10 +153,10 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 		if ctx.Err() == nil {
 			msg = clipLines(err.Error(), maxErrLines)
 		}
-		c.lastWord("resnetlab run: " + msg)
+		c.lastWord(progName() + ": " + msg)
 		return exitInterrupted
 	case err != nil:
-		c.lastWord("resnetlab run: " + failureLine(err, opts, failed, len(cells)))
+		c.lastWord(progName() + ": " + failureLine(err, opts, failed, len(cells)))
 		return exitFailed
 	case len(failed) > 0 || uiFailed:
 		return exitFailed

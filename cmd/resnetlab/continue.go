@@ -18,16 +18,26 @@ import (
 // interrupted run resumes from its last checkpoint (--resume E@S --run
 // ID), and the runs that never started, or were interrupted before any
 // checkpoint, train from the start (--run ID,...). --run is left out where
-// the command trains every run of the spec anyway.
+// the command trains every run of the spec anyway. In a world that
+// resnetlab launch started, rank 0 says the same with the launch's command
+// line (comm.LaunchVar); another launcher's world goes on with its own.
 
 // invocation is how run was called: the spec path as typed and the flags
 // a command line that goes on repeats (--headless, --device, --results).
+// In a world that resnetlab launch started, the command line that goes on
+// is the launch's (launch).
 type invocation struct {
 	spec     string
 	flags    []string
 	resume   ckpt.Ref // --resume as given: where the runs that did not start start
 	userRuns bool     // --run was given: every command names its runs
+	launch   string   // the launch's command line, quoted, less --resume and the spec (comm.Env.Launch); "" for run
+	nodes    bool     // the launch spans nodes: each runs the command with its own --node-rank
 }
+
+// launched reports whether resnetlab launch started this world: rank 0
+// then says how to go on, with the launch's command line.
+func (inv invocation) launched() bool { return inv.launch != "" }
 
 // newInvocation reads the flags the user set from fs (after parsing).
 func newInvocation(fs *flag.FlagSet, spec string, opts runner.RunOptions) invocation {
@@ -43,6 +53,9 @@ func newInvocation(fs *flag.FlagSet, spec string, opts runner.RunOptions) invoca
 		}
 	}
 	_, inv.userRuns = set["run"]
+	if w := opts.World; w != nil && w.Launcher() != "" {
+		inv.launch, inv.nodes = w.Launcher(), w.LocalWorldSize() < w.WorldSize()
+	}
 	return inv
 }
 
@@ -50,6 +63,20 @@ func newInvocation(fs *flag.FlagSet, spec string, opts runner.RunOptions) invoca
 // grid when all is set and the user named none) from checkpoint from
 // (zero: from the start, or the spec's resume), quoted for a POSIX shell.
 func (inv invocation) command(from ckpt.Ref, runs []string, all bool) string {
+	if inv.launched() { // one run, of the launch's world: no --run
+		args := []string{}
+		if !from.IsZero() {
+			args = append(args, "--resume", from.String())
+		}
+		if strings.HasPrefix(inv.spec, "-") {
+			args = append(args, "--")
+		}
+		args = append(args, inv.spec)
+		for i, a := range args {
+			args[i] = shellQuote(a)
+		}
+		return inv.launch + " " + strings.Join(args, " ")
+	}
 	args := append([]string{"resnetlab", "run"}, inv.flags...)
 	if !from.IsZero() {
 		args = append(args, "--resume", from.String())
@@ -81,6 +108,15 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// where is where the command runs, when it is not just here: a launch
+// of several nodes goes on on every node.
+func (inv invocation) where() string {
+	if inv.nodes {
+		return ", on every node (each with its own --node-rank)"
+	}
+	return ""
 }
 
 // saved is a checkpoint a run has: where, and of which position.
@@ -145,8 +181,8 @@ func (p *progress) howToContinue(inv invocation, width int) string {
 			noCkpt = append(noCkpt, id)
 			continue
 		}
-		fmt.Fprintf(&b, "%s\n    %s\n", wrapText(fmt.Sprintf("%s was %s; its last checkpoint, of %s, is in %s. To continue it:",
-			id, st, last.ref.Describe(), last.dir), width, ""), inv.command(last.ref, []string{id}, len(p.order) == 1))
+		fmt.Fprintf(&b, "%s\n    %s\n", wrapText(fmt.Sprintf("%s was %s; its last checkpoint, of %s, is in %s. To continue it%s:",
+			id, st, last.ref.Describe(), last.dir, inv.where()), width, ""), inv.command(last.ref, []string{id}, len(p.order) == 1))
 	}
 	if fresh := append(noCkpt, notStarted...); len(fresh) > 0 {
 		var parts []string
@@ -159,7 +195,7 @@ func (p *progress) howToContinue(inv invocation, width int) string {
 		// They start where this session's runs started: --resume as given
 		// (a run that started from it has a checkpoint), else fresh or the
 		// spec's resume key.
-		fmt.Fprintf(&b, "%s\n    %s\n", wrapText("To train "+strings.Join(parts, " and ")+":", width, ""),
+		fmt.Fprintf(&b, "%s\n    %s\n", wrapText("To train "+strings.Join(parts, " and ")+inv.where()+":", width, ""),
 			inv.command(inv.resume, fresh, len(fresh) == len(p.order)))
 	}
 	return b.String()

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
+	"resnetlab/ckpt"
+	"resnetlab/comm"
 	"resnetlab/report"
 	"resnetlab/runner"
 )
@@ -95,4 +100,70 @@ func TestRunFlagList(t *testing.T) {
 	if err := fs.Parse([]string{"--run", "a,,b"}); err == nil {
 		t.Error("an empty name must be refused")
 	}
+}
+
+// In a world that resnetlab launch started, rank 0 says how to go on with
+// the launch's own command line (the flags the user gave it, less
+// --resume, which the ranks get in comm.LaunchVar) rather than run's,
+// and a launch of several nodes says to run it on every node.
+func TestHowToContinueLaunch(t *testing.T) {
+	fs := newFlags("launch")
+	fs.Int("nproc-per-node", 0, "")
+	fs.Int("nnodes", 1, "")
+	fs.Int("node-rank", 0, "")
+	fs.String("master-addr", "127.0.0.1", "")
+	fs.Int("master-port", 29500, "")
+	fs.Bool("headless", false, "")
+	var resume ckpt.Ref
+	fs.Var(refFlag{&resume}, "resume", "")
+	if err := fs.Parse([]string{"--master-port", "29511", "--resume", "3", "--nproc-per-node", "2", "--master-addr", "node 1", "--headless"}); err != nil {
+		t.Fatal(err)
+	}
+	launch := launchCommand(fs)
+	if want := "resnetlab launch --nproc-per-node 2 --master-addr 'node 1' --master-port 29511 --headless"; launch != want {
+		t.Fatalf("launchCommand: %q, want %q", launch, want)
+	}
+	pc, err := comm.JoinWorld(context.Background(), comm.Env{WorldSize: 1, MasterAddr: "127.0.0.1", MasterPort: freePort(t),
+		JoinTimeout: 5 * time.Second, Launch: launch}, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	run := newFlags("run")
+	opts := runner.RunOptions{World: pc}
+	run.Bool("headless", false, "")
+	run.Var(refFlag{&opts.Resume}, "resume", "")
+	if err := run.Parse([]string{"--headless", "--resume", "3"}); err != nil { // as the launcher starts its ranks
+		t.Fatal(err)
+	}
+	inv := newInvocation(run, "w.toml", opts)
+	p := newProgress([]string{"torch_ddp-fp32-2"})
+	p.note(runner.RunStarted{Info: runner.RunInfo{ID: "torch_ddp-fp32-2", CheckpointDir: "ck"}, StartEpoch: 3})
+	p.note(runner.CheckpointSaved{Run: "torch_ddp-fp32-2", Epoch: 4, Step: 2, Dir: "ck"})
+	p.note(runner.RunFinished{Run: "torch_ddp-fp32-2", Result: &report.Result{Status: report.StatusInterrupted}})
+	want := "torch_ddp-fp32-2 was interrupted; its last checkpoint, of epoch 4 step 2, is in ck. To continue it:\n" +
+		"    " + launch + " --resume 4@2 w.toml\n"
+	if got := p.howToContinue(inv, 0); !inv.launched() || got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+
+	inv.nodes = true // every node's launch
+	p = newProgress([]string{"torch_ddp-fp32-4"})
+	p.note(runner.RunStarted{Info: runner.RunInfo{ID: "torch_ddp-fp32-4", CheckpointDir: "ck"}})
+	p.note(runner.RunFinished{Run: "torch_ddp-fp32-4", Result: &report.Result{Status: report.StatusInterrupted}})
+	want = "To train torch_ddp-fp32-4 (interrupted before any checkpoint, so from the start), on every node (each with its own --node-rank):\n" +
+		"    " + launch + " --resume 3 w.toml\n"
+	if got := p.howToContinue(inv, 0); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -11,6 +11,7 @@ import (
 	"resnetlab/comm"
 	"resnetlab/fsutil"
 	"resnetlab/runner"
+	"resnetlab/spec"
 )
 
 // joinWorld makes this process a rank of a multi-process run when a
@@ -23,11 +24,50 @@ func joinWorld(ctx context.Context, specPath string, opts runner.RunOptions) (*c
 	if err != nil || !ok {
 		return nil, err
 	}
+	if err := checkWorldSpec(specPath, opts, env); err != nil {
+		return nil, err
+	}
 	fp, err := fingerprint(specPath, opts)
 	if err != nil {
 		return nil, err
 	}
 	return comm.JoinWorld(ctx, env, fp)
+}
+
+// progName is how the user started this process, the first words of its
+// errors: `resnetlab launch` for the ranks a launch started (it sets
+// comm.LaunchVar), else `resnetlab run`.
+func progName() string {
+	if os.Getenv(comm.LaunchVar) != "" {
+		return "resnetlab launch"
+	}
+	return "resnetlab run"
+}
+
+// checkWorldSpec refuses, on this rank alone and before the rendezvous,
+// a spec that is not one run of the launcher's world size: waiting for
+// ranks the launcher never started (or rank 0 never waits for) would take
+// the whole rendezvous timeout before the runner's own check said so.
+// The messages are the runner's (runner/dist.go), naming this rank.
+func checkWorldSpec(specPath string, opts runner.RunOptions, env comm.Env) error {
+	sp, err := spec.Load(specPath)
+	if err != nil {
+		return err
+	}
+	_, cells, _, err := opts.Apply(sp)
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	switch {
+	case len(cells) != 1:
+		return fmt.Errorf("rank %d (host %s): %s: a run started by a launcher (WORLD_SIZE=%d) trains one run, but the grid has %d "+
+			"(narrow plugin, precision and gpus to one run)", env.Rank, host, sp.File, env.WorldSize, len(cells))
+	case cells[0].WorldSize != env.WorldSize:
+		return fmt.Errorf("rank %d (host %s): %s: run %s has gpus = %d, but the launcher started WORLD_SIZE=%d processes (make them equal)",
+			env.Rank, host, sp.File, cells[0].ID, cells[0].WorldSize, env.WorldSize)
+	}
+	return nil
 }
 
 // fingerprint digests what must agree between the ranks: the binary, the

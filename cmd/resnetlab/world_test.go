@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -610,8 +611,83 @@ func TestLaunchPrintsAFailureOnce(t *testing.T) {
 			t.Errorf("%s: the error is printed %d times, want once:\n%s", name, n, all)
 		}
 		id := fmt.Sprintf("torch_ddp-fp32-%d", c.gpus)
-		if want := "resnetlab run: 1 of 1 run failed: " + id; !strings.Contains(p.stderr.String(), want) {
+		if want := "resnetlab " + name + ": 1 of 1 run failed: " + id; !strings.Contains(p.stderr.String(), want) {
 			t.Errorf("%s: stderr %q lacks %q", name, p.stderr.String(), want)
 		}
+	}
+}
+
+// TestWorldSizeMismatchRefusedAtOnce: a rank whose WORLD_SIZE is not the
+// spec's gpus says so at once, on one line naming it, before the
+// rendezvous: it does not wait out the rendezvous timeout (5 minutes
+// here) for ranks the launcher never started.
+func TestWorldSizeMismatchRefusedAtOnce(t *testing.T) {
+	spec := worldSpec("torch_ddp", 2, 1)
+	pt := port(t)
+	ps := []*proc{startRank(t, spec, rankEnv(0, 3, pt)...), startRank(t, spec, rankEnv(1, 3, pt)...)}
+	codes := waitAll(t, ps, 10*time.Second)
+	for r, c := range codes {
+		msg := strings.TrimSpace(ps[r].stderr.String())
+		want := fmt.Sprintf("resnetlab run: rank %d (host ", r)
+		if c != exitFailed || strings.Contains(msg, "\n") || !strings.HasPrefix(msg, want) ||
+			!strings.Contains(msg, "w.toml: run torch_ddp-fp32-2 has gpus = 2, but the launcher started WORLD_SIZE=3 processes") {
+			t.Errorf("rank %d: exit %d, stderr %q: want one line naming it and the sizes", r, c, msg)
+		}
+	}
+}
+
+// TestWorldRendezvousErrorsOneLine: a rank with no rank 0, and rank 0
+// with no other rank, end at the rendezvous timeout with one line each:
+// what they waited for, how long, and the last cause.
+func TestWorldRendezvousErrorsOneLine(t *testing.T) {
+	spec := worldSpec("torch_ddp", 2, 1)
+	pt := port(t)
+	one := startRank(t, spec, append(rankEnv(1, 2, pt), "RESNETLAB_RENDEZVOUS_TIMEOUT=500ms")...)
+	codes := waitAll(t, []*proc{one}, 10*time.Second)
+	msg := strings.TrimSpace(one.stderr.String())
+	if want := "rank 1 (host "; codes[0] != exitFailed || strings.Contains(msg, "\n") || !strings.Contains(msg, want) ||
+		!strings.Contains(msg, "store at MASTER_ADDR:MASTER_PORT 127.0.0.1:"+pt+": gave up after 500ms (last: connection refused)") {
+		t.Errorf("rank 1 alone: exit %d, stderr %q: want one line with the address, the wait and the refusal", codes[0], msg)
+	}
+	zero := startRank(t, spec, append(rankEnv(0, 2, pt), "RESNETLAB_RENDEZVOUS_TIMEOUT=500ms")...)
+	codes = waitAll(t, []*proc{zero}, 10*time.Second)
+	msg = strings.TrimSpace(zero.stderr.String())
+	if codes[0] != exitFailed || strings.Contains(msg, "\n") || !strings.Contains(msg, "rank 0 (host ") ||
+		!strings.Contains(msg, "waited on port "+pt+" for rank(s) 1 (never arrived): gave up after 500ms") {
+		t.Errorf("rank 0 alone: exit %d, stderr %q: want one line naming rank 1 and the wait", codes[0], msg)
+	}
+}
+
+// TestLaunchInterruptedSaysHowToContinue: an interrupted launch says, as
+// run does, which checkpoint the run has and the command that goes on
+// from it, the launch's own; its last line names launch. That command
+// continues the world to the model of an uninterrupted run, bit for bit.
+func TestLaunchInterruptedSaysHowToContinue(t *testing.T) {
+	spec := worldSpec("low_level_zero", 2, 24)
+	one := startRank(t, spec)
+	l := startCmd(t, spec, []string{"launch", "--nproc-per-node", "2", "--master-port", port(t), "--headless", "w.toml"})
+	waitStep(t, l)
+	l.cmd.Process.Signal(os.Interrupt)
+	if codes := waitAll(t, []*proc{l}, 30*time.Second); codes[0] != exitInterrupted {
+		t.Fatalf("launch interrupted: exit %d, want %d:\n%s", codes[0], exitInterrupted, l.stderr.String())
+	}
+	out, errs := l.stdout.String(), l.stderr.String()
+	m := regexp.MustCompile(`(?m)^low_level_zero-fp16-2 was interrupted; its last checkpoint, of epoch \d+( step \d+)?, is in ck\. To continue it:\n` +
+		`    (resnetlab launch --nproc-per-node 2 --master-port \d+ --headless --resume \d+(@\d+)? w\.toml)\n`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the interrupted launch says no command that goes on:\n%s", out)
+	}
+	if lines := strings.Split(strings.TrimSpace(errs), "\n"); lines[len(lines)-1] != "resnetlab launch: interrupted" || strings.Contains(errs, "resnetlab run") {
+		t.Errorf("the interrupted launch's stderr names run, or does not end with its own last word:\n%s", errs)
+	}
+	if err := one.cmd.Wait(); err != nil {
+		t.Fatalf("the uninterrupted run: %v\n%s", err, one.stderr.String())
+	}
+	r := startIn(t, l.dir, strings.Fields(m[2])[1:])
+	if codes := waitAll(t, []*proc{r}, 60*time.Second); codes[0] != 0 {
+		t.Fatalf("%s: exit %d:\n%s", m[2], codes[0], r.stderr.String())
+	}
+	if got, want := modelSHA(t, r), modelSHA(t, one); got != want {
+		t.Errorf("%s gives model_sha256 %s, the uninterrupted run %s", m[2], got, want)
 	}
 }
