@@ -9,13 +9,14 @@ package runner
 // scheduler) that eval scores and run resumes from.
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"resnetlab/ckpt"
+	"resnetlab/fsutil"
 	"resnetlab/spec"
 	"slices"
 	"strconv"
@@ -197,73 +198,19 @@ func checkNewFile(out string) error {
 	return nil
 }
 
-// writeTorchFile writes ts to out in format through a temporary file in
-// out's directory, which is hard-linked to out only when complete: the
-// link fails if out appeared meanwhile, so a file is never replaced (a
-// rename would), and out is absent or whole after a crash. Where the file
-// system has no hard links, a rename after a last look does the same but
-// for that instant.
+// writeTorchFile writes ts to out in format, atomically and never over an
+// existing file (fsutil.WriteFileNew): out is absent or whole.
 func writeTorchFile(out, format string, ts []torchfmt.Tensor, md map[string]string) error {
-	dir := filepath.Dir(out)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(out)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("export to %s: %w", out, err)
-	}
-	defer os.Remove(f.Name()) // the temporary name goes in every case
-	if err := writeSynced(f, format, ts, md); err != nil {
-		return fmt.Errorf("export to %s: %w", out, err)
-	}
-	if err := linkNew(f.Name(), out); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil { // make the new name durable
-		d.Sync()
-		d.Close()
-	}
-	return nil
-}
-
-// linkNew gives tmp the name out, never replacing an existing out.
-func linkNew(tmp, out string) error {
-	err := os.Link(tmp, out)
-	if errors.Is(err, fs.ErrExist) {
+	err := fsutil.WriteFileNew(out, func(w io.Writer) error {
+		if format == FormatSafetensors {
+			return torchfmt.WriteSafetensors(w, ts, md)
+		}
+		return torchfmt.WritePthMeta(w, ts, md)
+	})
+	if errors.Is(err, fsutil.ErrExists) {
 		return fmt.Errorf("%s already exists; remove it or choose another file name", out)
 	}
-	if err != nil { // no hard links here (FAT, some network file systems)
-		if err := checkNewFile(out); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, out); err != nil {
-			return fmt.Errorf("export to %s: %w", out, err)
-		}
-	}
-	return nil
-}
-
-// writeSynced writes the file's content to f, makes it readable like a
-// file os.Create makes (CreateTemp's are 0600), syncs and closes it.
-func writeSynced(f *os.File, format string, ts []torchfmt.Tensor, md map[string]string) error {
-	defer f.Close() // a second Close only returns an error, ignored
-	bw := bufio.NewWriterSize(f, 1<<20)
-	var err error
-	if format == FormatSafetensors {
-		err = torchfmt.WriteSafetensors(bw, ts, md)
-	} else {
-		err = torchfmt.WritePthMeta(bw, ts, md)
-	}
-	if err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	return f.Close()
+	return err
 }
 
 // ImportOptions says what a file without resnetlab metadata (a plain

@@ -70,26 +70,6 @@ func TestExportRefusesBadTargets(t *testing.T) {
 	}
 }
 
-// A file that appears between the check and the final link is not
-// replaced: linkNew refuses it and the temporary file is gone.
-func TestExportNeverReplacesARacingFile(t *testing.T) {
-	tmp := t.TempDir()
-	out := filepath.Join(tmp, "m.pth")
-	src := filepath.Join(tmp, "done")
-	if err := os.WriteFile(src, []byte("new"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out, []byte("theirs"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := linkNew(src, out); err == nil || !strings.Contains(err.Error(), out+" already exists") {
-		t.Fatalf("linkNew over an existing file: %v", err)
-	}
-	if b, _ := os.ReadFile(out); string(b) != "theirs" {
-		t.Fatalf("existing file now holds %q", b)
-	}
-}
-
 // A successful export leaves exactly the one file, readable by others
 // like any file the user writes, and no temporary file beside it.
 func TestExportLeavesOneFile(t *testing.T) {
