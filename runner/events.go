@@ -30,7 +30,10 @@ type RunInfo struct {
 
 // RunQueued is sent once per grid cell when the spec is loaded, and again
 // when a finished run is re-opened by ResumeFrom (it then waits to start).
-type RunQueued struct{ Info RunInfo }
+type RunQueued struct {
+	Info RunInfo
+	From ckpt.Ref // a re-opened run: the checkpoint it will start from (zero when first queued)
+}
 
 // RunStarted is sent when a run begins (or resumes) training. A
 // MemoryUsage of every rank follows at once, so that a run resumed with

@@ -289,7 +289,7 @@ func (g *gridRun) reopen(ctx context.Context, i int, ref ckpt.Ref) {
 	}
 	g.state[i], g.resume[i], g.reopened[i] = cellQueued, ref, true
 	g.queue = append([]int{i}, g.queue...) // asked for now: next to start
-	g.emit(RunQueued{Info: g.infos[i]})
+	g.emit(RunQueued{Info: g.infos[i], From: ref})
 	g.logf(id, LevelInfo, "re-opening %s from the checkpoint of %s: it trains to epoch %d and its result is replaced",
 		id, ref.Describe(), g.spec.Epochs)
 }

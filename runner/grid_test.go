@@ -254,8 +254,11 @@ func TestResumeFromReopensFinishedRun(t *testing.T) {
 	}
 	var refused, reopened bool
 	var starts []int
+	var queuedFrom []ckpt.Ref
 	for _, e := range evs {
 		switch e := e.(type) {
+		case RunQueued:
+			queuedFrom = append(queuedFrom, e.From)
 		case Log:
 			refused = refused || strings.Contains(e.Text, "checkpoint 7 is outside epochs 1..2")
 			reopened = reopened || strings.Contains(e.Text, "re-opening "+id+" from the checkpoint of epoch 1")
@@ -265,6 +268,9 @@ func TestResumeFromReopensFinishedRun(t *testing.T) {
 	}
 	if !refused || !reopened || len(starts) != 2 || starts[1] != 1 {
 		t.Fatalf("refused %v, reopened %v, starts %v", refused, reopened, starts)
+	}
+	if len(queuedFrom) != 2 || !queuedFrom[0].IsZero() || queuedFrom[1] != (ckpt.Ref{Epoch: 1}) {
+		t.Errorf("queued from %v, want the first queueing from nothing and the re-opening from epoch 1", queuedFrom)
 	}
 	r := finished(t, evs)[1]
 	if r.Status != "done" || r.ModelSHA256 != want || len(r.EpochResults) != 2 {

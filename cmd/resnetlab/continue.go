@@ -132,15 +132,24 @@ type progress struct {
 	order  []string // the grid's runs, in order
 	status map[string]report.Status
 	last   map[string]saved
+	// reopened holds the finished runs re-opened (the UI's r) that have
+	// not started again, and the checkpoint they were to start from.
+	reopened map[string]saved
 }
 
 func newProgress(runs []string) *progress {
-	return &progress{order: runs, status: map[string]report.Status{}, last: map[string]saved{}}
+	return &progress{order: runs, status: map[string]report.Status{}, last: map[string]saved{},
+		reopened: map[string]saved{}}
 }
 
 func (p *progress) note(ev runner.Event) {
 	switch e := ev.(type) {
+	case runner.RunQueued:
+		if !e.From.IsZero() {
+			p.reopened[e.Info.ID] = saved{e.From, e.Info.CheckpointDir}
+		}
 	case runner.RunStarted:
+		delete(p.reopened, e.Info.ID)
 		if from := e.From(); !from.IsZero() {
 			p.last[e.Info.ID] = saved{from, e.Info.CheckpointDir}
 		}
@@ -171,6 +180,12 @@ func (p *progress) howToContinue(inv invocation, width int) string {
 		st, finished := p.status[id]
 		if !finished {
 			notStarted = append(notStarted, id)
+			continue
+		}
+		if r, ok := p.reopened[id]; ok {
+			fmt.Fprintf(&b, "%s\n    %s\n", wrapText(fmt.Sprintf("%s was re-opened from the checkpoint of %s in %s but had not "+
+				"started again, so its result is as before. To train it from there%s:",
+				id, r.ref.Describe(), r.dir, inv.where()), width, ""), inv.command(r.ref, []string{id}, len(p.order) == 1))
 			continue
 		}
 		if st != report.StatusInterrupted && st != report.StatusStopped {

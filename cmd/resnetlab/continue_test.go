@@ -75,6 +75,23 @@ func TestHowToContinue(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 
+	// A finished run re-opened (the UI's r) that had not started again when
+	// the grid ended: its result stands, and the command trains it from the
+	// checkpoint that was asked for. Once it starts, it is an ordinary run.
+	p = newProgress([]string{"a", "b"})
+	p.note(runner.RunFinished{Run: "a", Result: &report.Result{Status: report.StatusDone}})
+	p.note(runner.RunFinished{Run: "b", Result: &report.Result{Status: report.StatusDone}})
+	p.note(runner.RunQueued{Info: runner.RunInfo{ID: "a", CheckpointDir: "ck/a"}, From: ckpt.Ref{Epoch: 1, Step: 3}})
+	if got, want := p.howToContinue(inv, 0), "a was re-opened from the checkpoint of epoch 1 step 3 in ck/a but had not started "+
+		"again, so its result is as before. To train it from there:\n    resnetlab run --headless --resume 1@3 --run a -- '-odd name.toml'\n"; got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	p.note(runner.RunStarted{Info: runner.RunInfo{ID: "a"}})
+	p.note(runner.RunFinished{Run: "a", Result: &report.Result{Status: report.StatusDone}})
+	if got := p.howToContinue(inv, 0); got != "" {
+		t.Errorf("re-opened run that then finished: got %q, want nothing", got)
+	}
+
 	// Not started after --resume 2 (every run of the grid had checkpoint 2):
 	// they start from it; runs that finished, done or failed, need nothing.
 	p = newProgress([]string{"a", "b", "c"})
