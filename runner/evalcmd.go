@@ -62,6 +62,10 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 	if err != nil {
 		return 0, nil, err
 	}
+	if test.C != cfg.InChannels {
+		return 0, nil, fmt.Errorf("%s takes %d-channel images (in_channels %d), but %s has %d channels "+
+			"(want eval --dataset of the data it was trained on)", path, cfg.InChannels, cfg.InChannels, dataset, test.C)
+	}
 	where := opts.Device
 	if where == "" {
 		where = "auto"

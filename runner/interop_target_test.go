@@ -1,8 +1,12 @@
 package runner
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"resnetlab/kernels"
+	"resnetlab/kernels/cpu"
+	"resnetlab/model"
 	"slices"
 	"strings"
 	"testing"
@@ -86,5 +90,21 @@ func TestExportLeavesOneFile(t *testing.T) {
 	}
 	if fi, _ := os.Stat(out); fi.Mode().Perm() != 0o644 {
 		t.Errorf("mode %v, want 0644", fi.Mode().Perm())
+	}
+}
+
+// eval of a model on a data set of another channel count is refused in one
+// line naming both, not a panic in the first convolution.
+func TestEvalRefusesOtherChannels(t *testing.T) {
+	m := model.NewResNet18(cpu.New(), model.Config{Width: 2, InChannels: 1, NumClasses: 10, DType: kernels.F32, Seed: 3})
+	sd := m.StateDict()
+	m.Free()
+	meta := syntheticMeta(2)
+	meta.InChannels, meta.Dataset = 1, "fashion-mnist"
+	dir := t.TempDir()
+	writeTestCheckpoint(t, dir, 1, sd, meta)
+	_, _, err := Eval(context.Background(), EvalOptions{CheckpointDir: dir, Epoch: 1, Dataset: "synthetic", Device: "cpu"})
+	if err == nil || !strings.Contains(err.Error(), "1-channel images") || !strings.Contains(err.Error(), "synthetic has 3 channels") {
+		t.Fatalf("got %v, want a refusal naming both channel counts", err)
 	}
 }
