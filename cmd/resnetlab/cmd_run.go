@@ -46,7 +46,7 @@ func (c *cli) cmdRun(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "%s: %v\n", progName(), err)
 		return exitFailed
 	}
-	world, err := joinWorld(ctx, pos[0], opts)
+	world, err := joinWorld(ctx, pos[0], sp, cells, opts)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "%s: %v\n", progName(), err)
 		return exitFailed

@@ -19,12 +19,12 @@ import (
 // world at MASTER_ADDR:MASTER_PORT, where rank 0 checks that every rank
 // runs the same spec, options and binary. It returns nil with no launcher;
 // a launcher's world of one is a world too (its store, NCCL through it).
-func joinWorld(ctx context.Context, specPath string, opts runner.RunOptions) (*comm.ProcComm, error) {
+func joinWorld(ctx context.Context, specPath string, sp *spec.Spec, cells []spec.Cell, opts runner.RunOptions) (*comm.ProcComm, error) {
 	env, ok, err := comm.EnvFromLaunch()
 	if err != nil || !ok {
 		return nil, err
 	}
-	if err := checkWorldSpec(specPath, opts, env); err != nil {
+	if err := checkWorldSpec(sp, cells, env); err != nil {
 		return nil, err
 	}
 	fp, err := fingerprint(specPath, opts)
@@ -49,15 +49,7 @@ func progName() string {
 // ranks the launcher never started (or rank 0 never waits for) would take
 // the whole rendezvous timeout before the runner's own check said so.
 // The messages are the runner's (runner/dist.go), naming this rank.
-func checkWorldSpec(specPath string, opts runner.RunOptions, env comm.Env) error {
-	sp, err := spec.Load(specPath)
-	if err != nil {
-		return err
-	}
-	_, cells, _, err := opts.Apply(sp)
-	if err != nil {
-		return err
-	}
+func checkWorldSpec(sp *spec.Spec, cells []spec.Cell, env comm.Env) error {
 	host, _ := os.Hostname()
 	switch {
 	case len(cells) != 1:
