@@ -199,7 +199,7 @@ func dialRetry(ctx context.Context, addr string) (net.Conn, error) {
 		if err == nil {
 			return c, nil
 		}
-		if last == nil || ctx.Err() == nil { // a dial that ctx cut short says nothing new
+		if last == nil || !isTimeout(err) { // a dial the deadline cut short says nothing new
 			last = err
 		}
 		select {
@@ -209,6 +209,14 @@ func dialRetry(ctx context.Context, addr string) (net.Conn, error) {
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// isTimeout: err is a dial the context's deadline cut short. The dialer
+// derives its own deadline from the context's, so such an error can come
+// back before ctx.Err() says the context ended.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // waitError is a wait that its context ended, as one line: why it ended
