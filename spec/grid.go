@@ -110,14 +110,9 @@ func (s *Spec) normalize(c candidate) (Cell, string) {
 		return cell, fmt.Sprintf("unknown precision %q (want %s)", prec, orList(precisions))
 	case c.gpus < 1:
 		return cell, fmt.Sprintf("gpus = %d (want at least 1 rank)", c.gpus)
-	case c.plugin == PluginTorchDDPFP16 && prec != "fp16":
-		return cell, fmt.Sprintf("torch_ddp_fp16 is torch_ddp with fp16 and cannot train in %s "+
-			"(want plugin torch_ddp with precision %s)", prec, prec)
-	case c.plugin == PluginGemini && prec == "fp32":
-		return cell, "ColossalAI's Gemini trains in half precision with fp32 master weights (want fp16 or bf16)"
-	case c.plugin == PluginLowLevelZero && prec == "fp32":
-		return cell, "low_level_zero, like ColossalAI's ZeRO example, trains in half precision " +
-			"with fp32 master weights (want fp16 or bf16; for fp32 use torch_ddp)"
+	}
+	if reason := PluginPrecisionReason(c.plugin, prec); reason != "" {
+		return cell, reason
 	}
 	if c.plugin == PluginTorchDDPFP16 {
 		cell.Plugin = PluginTorchDDP
@@ -129,6 +124,23 @@ func (s *Spec) normalize(c candidate) (Cell, string) {
 	cell.ID = fmt.Sprintf("%s-%s-%d", cell.Plugin, cell.Precision, cell.WorldSize)
 	cell.CheckpointDir = s.ExpandCheckpoint(cell)
 	return cell, ""
+}
+
+// PluginPrecisionReason says why a plugin cannot train in a precision
+// (names CheckPlugin and CheckPrecision accept), "" when it can: the
+// grid's rule, which bench applies to its flags too.
+func PluginPrecisionReason(plugin, precision string) string {
+	switch {
+	case plugin == PluginTorchDDPFP16 && precision != "fp16":
+		return fmt.Sprintf("torch_ddp_fp16 is torch_ddp with fp16 and cannot train in %s "+
+			"(want plugin torch_ddp with precision %s)", precision, precision)
+	case plugin == PluginGemini && precision == "fp32":
+		return "ColossalAI's Gemini trains in half precision with fp32 master weights (want fp16 or bf16)"
+	case plugin == PluginLowLevelZero && precision == "fp32":
+		return "low_level_zero, like ColossalAI's ZeRO example, trains in half precision " +
+			"with fp32 master weights (want fp16 or bf16; for fp32 use torch_ddp)"
+	}
+	return ""
 }
 
 func duplicateReason(prev, c candidate, id string) string {

@@ -416,7 +416,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// orList formats ["a","b","c"] as `"a", "b" or "c"`.
 // CheckDevice says what is wrong with device as a device value ("want
 // auto, cpu or cuda"), or nil when a spec accepts it.
 func CheckDevice(device string) error {
@@ -426,6 +425,23 @@ func CheckDevice(device string) error {
 	return nil
 }
 
+// CheckPlugin checks a plugin name given outside a spec (bench's --plugin).
+func CheckPlugin(plugin string) error {
+	if !contains(plugins, plugin) {
+		return fmt.Errorf("want %s", orList(plugins))
+	}
+	return nil
+}
+
+// CheckPrecision checks a precision given outside a spec (bench's --precision).
+func CheckPrecision(precision string) error {
+	if !contains(precisions, precision) {
+		return fmt.Errorf("want %s", orList(precisions))
+	}
+	return nil
+}
+
+// orList formats ["a","b","c"] as `"a", "b" or "c"`.
 func orList(list []string) string {
 	q := make([]string, len(list))
 	for i, s := range list {

@@ -25,8 +25,10 @@ Flags:
   --batch N          images per step (default 100)
   --steps S          timed steps (default 50)
   --warmup K         untimed steps first (default 5)
-  --precision LIST   comma-separated precisions (default fp32,fp16)
-  --plugin NAME      torch_ddp, low_level_zero or gemini (default torch_ddp)
+  --precision LIST   comma-separated precisions: fp32, fp16, bf16 (default
+                     fp32,fp16, less those the plugin cannot train in)
+  --plugin NAME      torch_ddp, torch_ddp_fp16 (torch_ddp in fp16),
+                     low_level_zero or gemini (default torch_ddp)
   --budget LIST      gemini only: comma-separated device budgets, each timed
                      after the unlimited run (auto placement): a size
                      ("139MB", "64MiB") or a fraction of the unlimited
@@ -56,7 +58,7 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 	fs.IntVar(&o.Batch, "batch", 100, "")
 	fs.IntVar(&o.Steps, "steps", 50, "")
 	fs.IntVar(&o.Warmup, "warmup", 5, "")
-	fs.StringVar(&precisions, "precision", "fp32,fp16", "")
+	fs.StringVar(&precisions, "precision", benchDefaultPrecisions, "")
 	fs.StringVar(&o.Plugin, "plugin", spec.PluginTorchDDP, "")
 	fs.StringVar(&budgets, "budget", "", "")
 	fs.IntVar(&o.Profile, "profile", 0, "")
@@ -68,11 +70,16 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 	if len(pos) > 0 {
 		return c.usageError("bench", fmt.Sprintf("unexpected argument %q", pos[0]))
 	}
-	if o.Width < 1 || o.Batch < 1 || o.Steps < 1 || o.Warmup < 0 || o.Profile < 0 {
-		return c.usageError("bench", "width, batch and steps must be >= 1, warmup and profile >= 0")
+	if msg := checkBenchCounts(o); msg != "" {
+		return c.usageError("bench", msg)
 	}
-	o.Precisions = strings.Split(precisions, ",")
+	if err := spec.CheckDevice(o.Device); err != nil { // as run refuses it: never a silent fall back to the CPU
+		return c.usageError("bench", fmt.Sprintf("--device %q: %v", o.Device, err))
+	}
 	var err error
+	if o.Plugin, o.Precisions, err = benchPrecisions(o.Plugin, precisions, flagGiven(fs, "precision")); err != nil {
+		return c.usageError("bench", err.Error())
+	}
 	if o.Budgets, err = parseBudgets(budgets); err != nil {
 		return c.usageError("bench", err.Error())
 	}
@@ -92,6 +99,52 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 	return exitOK
 }
 
+// checkBenchCounts says which count flag is out of range, "" when none.
+func checkBenchCounts(o runner.BenchOptions) string {
+	for _, f := range []struct {
+		name     string
+		val, min int
+	}{{"width", o.Width, 1}, {"batch", o.Batch, 1}, {"steps", o.Steps, 1}, {"warmup", o.Warmup, 0}, {"profile", o.Profile, 0}} {
+		if f.val < f.min {
+			return fmt.Sprintf("--%s %d: want an integer >= %d", f.name, f.val, f.min)
+		}
+	}
+	return ""
+}
+
+// benchDefaultPrecisions is --precision's default, less the precisions the
+// plugin cannot train in (gemini and low_level_zero: no fp32).
+const benchDefaultPrecisions = "fp32,fp16"
+
+// benchPrecisions checks --plugin and --precision with the grid's rules
+// and returns the plugin the engine knows (torch_ddp_fp16 is torch_ddp in
+// fp16, as in a spec) and the precisions to time. A precision the user
+// named that the plugin cannot train in is an error; the default list
+// just drops it, so that "bench --plugin gemini" works as typed.
+func benchPrecisions(plugin, list string, given bool) (string, []string, error) {
+	if err := spec.CheckPlugin(plugin); err != nil {
+		return "", nil, fmt.Errorf("--plugin %q: %v", plugin, err)
+	}
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		p = strings.TrimSpace(p)
+		if err := spec.CheckPrecision(p); err != nil {
+			return "", nil, fmt.Errorf("--precision %q: %v", p, err)
+		}
+		reason := spec.PluginPrecisionReason(plugin, p)
+		switch {
+		case reason == "":
+			out = append(out, p)
+		case given:
+			return "", nil, fmt.Errorf("--plugin %s --precision %s: %s", plugin, p, reason)
+		}
+	}
+	if plugin == spec.PluginTorchDDPFP16 {
+		plugin = spec.PluginTorchDDP
+	}
+	return plugin, out, nil
+}
+
 // parseBudgets parses --budget: sizes or fractions "1/N" (N >= 1).
 func parseBudgets(list string) ([]runner.BenchBudget, error) {
 	if list == "" {
@@ -100,9 +153,10 @@ func parseBudgets(list string) ([]runner.BenchBudget, error) {
 	var out []runner.BenchBudget
 	for _, f := range strings.Split(list, ",") {
 		f = strings.TrimSpace(f)
-		if d, ok := strings.CutPrefix(f, "1/"); ok {
+		if strings.Contains(f, "/") { // a fraction, maybe not 1/N: the size parser would call "/1" a unit
+			d, _ := strings.CutPrefix(f, "1/")
 			n, err := strconv.Atoi(d)
-			if err != nil || n < 1 {
+			if !strings.HasPrefix(f, "1/") || err != nil || n < 1 {
 				return nil, fmt.Errorf("--budget %q: want a size or a fraction 1/N with N >= 1", f)
 			}
 			out = append(out, runner.BenchBudget{Of: n})
@@ -110,6 +164,8 @@ func parseBudgets(list string) ([]runner.BenchBudget, error) {
 		}
 		b, err := spec.ParseSize(f)
 		switch {
+		case err != nil && strings.Contains(err.Error(), "(want"): // already says what it wants
+			return nil, fmt.Errorf("--budget %q: %v", f, err)
 		case err != nil:
 			return nil, fmt.Errorf("--budget %q: %v (want a size, e.g. 139MB, or a fraction 1/N)", f, err)
 		case b <= 0:

@@ -15,8 +15,8 @@ func TestBenchPrintsEveryPrecision(t *testing.T) {
 	c := newCLI(&out, &errb)
 	code := c.main(context.Background(), []string{"bench", "--device", "cpu", "--width", "4", "--batch", "4",
 		"--steps", "2", "--warmup", "1", "--precision", "fp32,bf16", "--plugin", "low_level_zero"})
-	if code != exitFailed || !strings.Contains(errb.String(), "fp32") {
-		t.Fatalf("low_level_zero in fp32 must fail with a message naming fp32: code %d, %q", code, errb.String())
+	if code != exitUsage || !strings.Contains(errb.String(), "--plugin low_level_zero --precision fp32:") || out.Len() != 0 {
+		t.Fatalf("low_level_zero in fp32 must be refused naming both, timing nothing: code %d, %q, %q", code, errb.String(), out.String())
 	}
 	out.Reset()
 	errb.Reset()
@@ -105,9 +105,56 @@ func TestParseBudgetsSaysWhy(t *testing.T) {
 		"-5MiB": `--budget "-5MiB": size "-5MiB" must not be negative (want a size, e.g. 139MB, or a fraction 1/N)`,
 		"1e3MB": `--budget "1e3MB": size "1e3MB" is in exponent notation, which sizes do not take (write "1000MB") (want a size, e.g. 139MB, or a fraction 1/N)`,
 		"0":     `--budget "0": a budget of 0 bytes (want a size, e.g. 139MB, or a fraction 1/N)`,
+		// The size's own "(want ...)" is enough: not a second one.
+		"9000EiB": `--budget "9000EiB": size "9000EiB" has unknown unit "EiB" (want B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)`,
+		"1/x":     `--budget "1/x": want a size or a fraction 1/N with N >= 1`,
 	} {
 		if _, err := parseBudgets(in); err == nil || err.Error() != want {
 			t.Errorf("parseBudgets(%q): %v\nwant %s", in, err, want)
 		}
+	}
+}
+
+// Bad bench flags are usage errors (exit 2) in one line naming the flag
+// and what it wants, before anything is timed.
+func TestBenchRefusesBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--device", "gpu0"}, `resnetlab bench: --device "gpu0": want "auto", "cpu" or "cuda"`},
+		{[]string{"--device", "cuda:x"}, `resnetlab bench: --device "cuda:x": want "auto", "cpu" or "cuda"`},
+		{[]string{"--plugin", "foo"}, `resnetlab bench: --plugin "foo": want "torch_ddp", "torch_ddp_fp16", "low_level_zero" or "gemini"`},
+		{[]string{"--precision", "fp8"}, `resnetlab bench: --precision "fp8": want "fp32", "fp16" or "bf16"`},
+		{[]string{"--plugin", "gemini", "--precision", "fp16,fp32"}, "resnetlab bench: --plugin gemini --precision fp32: ColossalAI's Gemini trains in half precision with fp32 master weights (want fp16 or bf16)"},
+		{[]string{"--plugin", "torch_ddp_fp16", "--precision", "bf16"}, "resnetlab bench: --plugin torch_ddp_fp16 --precision bf16: torch_ddp_fp16 is torch_ddp with fp16 and cannot train in bf16 (want plugin torch_ddp with precision bf16)"},
+		{[]string{"--steps", "0"}, "resnetlab bench: --steps 0: want an integer >= 1"},
+		{[]string{"--warmup", "-1"}, "resnetlab bench: --warmup -1: want an integer >= 0"},
+		{[]string{"--budget", "2/1"}, `resnetlab bench: --budget "2/1": want a size or a fraction 1/N with N >= 1`},
+	} {
+		c, out, errb := testCLI()
+		code := runCLI(c, append([]string{"bench", "--device", "cpu", "--width", "4", "--batch", "2", "--steps", "1"}, tc.args...)...)
+		first, _, _ := strings.Cut(errb.String(), "\n")
+		if code != exitUsage || first != tc.want || out.Len() != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q\nwant exit 2 and %s", tc.args, code, out, errb, tc.want)
+		}
+	}
+}
+
+// Without --precision a plugin is timed in the default precisions it can
+// train in: gemini and low_level_zero drop fp32, torch_ddp_fp16 is
+// torch_ddp in fp16.
+func TestBenchDefaultPrecisionsFitThePlugin(t *testing.T) {
+	for plugin, want := range map[string]string{"torch_ddp": "torch_ddp fp32,fp16", "torch_ddp_fp16": "torch_ddp fp16",
+		"low_level_zero": "low_level_zero fp16", "gemini": "gemini fp16"} {
+		p, precs, err := benchPrecisions(plugin, benchDefaultPrecisions, false)
+		if got := p + " " + strings.Join(precs, ","); err != nil || got != want {
+			t.Errorf("%s: %q, %v (want %q)", plugin, got, err, want)
+		}
+	}
+	c, out, errb := testCLI()
+	code := runCLI(c, "bench", "--device", "cpu", "--width", "4", "--batch", "2", "--steps", "1", "--warmup", "0", "--plugin", "gemini")
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); code != exitOK || len(lines) != 1 || !strings.HasPrefix(lines[0], "gemini         fp16") {
+		t.Errorf("bench --plugin gemini: exit %d, stdout %q, stderr %q", code, out, errb)
 	}
 }

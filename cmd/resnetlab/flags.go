@@ -41,6 +41,14 @@ func (c *cli) parseArgs(fs *flag.FlagSet, usage string, args []string) (pos []st
 	}
 }
 
+// flagGiven reports whether the command line set the flag name, so that a
+// default can differ from the same value typed.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // usageError prints a usage problem and returns exitUsage.
 func (c *cli) usageError(cmd, msg string) int {
 	fmt.Fprintf(c.stderr, "resnetlab %s: %s\nRun 'resnetlab %s --help' for usage.\n", cmd, msg, cmd)
