@@ -24,10 +24,20 @@ const mnistSide = 28
 
 // FashionMNISTDirs are the folders LoadFashionMNIST searches, in order:
 // root, root/fashion-mnist, root/FashionMNIST/raw (torchvision's layout),
-// then the Debian package's folder.
+// then the Debian package's folder (once: not again when root is it).
 func FashionMNISTDirs(root string) []string {
-	return []string{root, filepath.Join(root, "fashion-mnist"),
-		filepath.Join(root, "FashionMNIST", "raw"), SystemFashionMNISTDir}
+	return fmnistDirs(root, false)
+}
+
+// fmnistDirs is FashionMNISTDirs; onlyRoot leaves out the system folder
+// as a fallback, but never root itself or a folder under it, even when
+// root is the system folder (the user named it).
+func fmnistDirs(root string, onlyRoot bool) []string {
+	dirs := []string{root, filepath.Join(root, "fashion-mnist"), filepath.Join(root, "FashionMNIST", "raw")}
+	if onlyRoot || slices.ContainsFunc(dirs, func(d string) bool { return filepath.Clean(d) == filepath.Clean(SystemFashionMNISTDir) }) {
+		return dirs
+	}
+	return append(dirs, SystemFashionMNISTDir)
 }
 
 // LoadFashionMNIST loads Fashion-MNIST from idx files (gzipped or not) in
@@ -40,15 +50,13 @@ func LoadFashionMNIST(root string, channels int) (train, test *Dataset, err erro
 	return loadFashionMNIST(root, channels, false)
 }
 
-// loadFashionMNIST is LoadFashionMNIST; onlyRoot leaves out the system folder.
+// loadFashionMNIST is LoadFashionMNIST; onlyRoot searches only root and
+// the folders under it (see fmnistDirs).
 func loadFashionMNIST(root string, channels int, onlyRoot bool) (train, test *Dataset, err error) {
 	if channels != 1 && channels != 3 {
 		return nil, nil, fmt.Errorf("data: fashion-mnist with %d channels, expected 1 or 3", channels)
 	}
-	dirs := FashionMNISTDirs(root)
-	if onlyRoot {
-		dirs = slices.DeleteFunc(dirs, func(d string) bool { return d == SystemFashionMNISTDir })
-	}
+	dirs := fmnistDirs(root, onlyRoot)
 	for _, dir := range dirs {
 		missing := missingFMNIST(dir)
 		if len(missing) == 4 {

@@ -219,3 +219,31 @@ func TestLoadFashionMNISTOnlyRoot(t *testing.T) {
 		t.Fatalf("only root: %v, want not found without the system folder searched", err)
 	}
 }
+
+// The system folder named as the data folder (run --data
+// /usr/share/datasets/fashion-mnist) is the user's choice, searched like
+// any other named folder: OnlyRoot drops the system copy as a fallback,
+// never the folder the user named.
+func TestLoadFashionMNISTOnlyRootIsSystemDir(t *testing.T) {
+	files, _, _ := fmnistFiles(t, 4, 2, true)
+	systemCopy(t, files)
+	for _, root := range []string{SystemFashionMNISTDir, SystemFashionMNISTDir + "/"} {
+		train, test, err := Load("fashion-mnist", root, Channels(1), OnlyRoot())
+		if err != nil || train.Source != root || test.Source != root || train.N != 4 || test.N != 2 {
+			t.Fatalf("root %s: %v (%v), want the 4/2 images from it", root, train, err)
+		}
+	}
+	if dirs := FashionMNISTDirs(SystemFashionMNISTDir); len(dirs) != 3 {
+		t.Fatalf("search list %v names the system folder twice", dirs)
+	}
+	// A named system folder that lacks the data is not found, and names it.
+	empty := t.TempDir()
+	old := SystemFashionMNISTDir
+	SystemFashionMNISTDir = empty
+	t.Cleanup(func() { SystemFashionMNISTDir = old })
+	_, _, err := Load("fashion-mnist", empty, Channels(1), OnlyRoot())
+	var nf *NotFoundError
+	if !errors.As(err, &nf) || len(nf.Searched) != 3 || !strings.Contains(nf.Searched[0], empty) {
+		t.Fatalf("empty named system folder: %v, want not found searching %s", err, empty)
+	}
+}
