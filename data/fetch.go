@@ -4,13 +4,11 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // CIFAR10URL is where Fetch downloads CIFAR-10's binary version from, and
@@ -22,11 +20,19 @@ const CIFAR10MD5 = "c32a1d4ab5d03f1284b67883e8d87530"
 // Fetch makes the named data set available under root. For cifar10 it
 // downloads the tarball (to a temporary file renamed into place once its
 // MD5 matches) and extracts the batches into root/cifar-10-batches-bin/;
-// Fashion-MNIST cannot be downloaded here and Fetch says how to install
-// it; synthetic needs nothing. logf (may be nil) receives progress lines.
-func Fetch(ctx context.Context, name, root string, logf func(string, ...any)) error {
+// Fashion-MNIST cannot be downloaded here: Fetch finds it under root, or,
+// with OnlyRoot (a root the user named, like torchvision's root=) and the
+// Debian package installed, copies the package's files into
+// root/FashionMNIST/raw (torchvision's layout, uncompressed), else says how
+// to install it; synthetic needs nothing. A fetch that fails removes the
+// folders and files it created. logf (may be nil) receives progress lines.
+func Fetch(ctx context.Context, name, root string, logf func(string, ...any), opts ...Option) error {
 	if logf == nil {
 		logf = func(string, ...any) {}
+	}
+	var cfg loadConfig
+	for _, o := range opts {
+		o(&cfg)
 	}
 	canon, err := Canonical(name)
 	if err != nil {
@@ -36,39 +42,35 @@ func Fetch(ctx context.Context, name, root string, logf func(string, ...any)) er
 	case "cifar10":
 		return fetchCIFAR(ctx, http.DefaultClient, CIFAR10URL, CIFAR10MD5, root, logf)
 	case "fashion-mnist":
-		train, _, err := LoadFashionMNIST(root, 1)
-		var nf *NotFoundError
-		if errors.As(err, &nf) {
-			return fmt.Errorf("data: fashion-mnist is not downloaded by resnetlab: %s (searched %s)",
-				nf.Hint, strings.Join(nf.Searched, ", "))
-		}
-		if err != nil {
-			return err
-		}
-		logf("fashion-mnist: already available in %s", train.Source)
-		return nil
+		return fetchFMNIST(root, cfg.onlyRoot, logf)
 	}
 	logf("synthetic: generated on the fly, nothing to fetch")
 	return nil
 }
 
-func fetchCIFAR(ctx context.Context, client *http.Client, url, wantMD5, root string, logf func(string, ...any)) error {
+func fetchCIFAR(ctx context.Context, client *http.Client, url, wantMD5, root string, logf func(string, ...any)) (err error) {
 	dir := filepath.Join(root, CIFARDir)
 	if hasAll(dir, cifarFiles()) {
 		logf("cifar10: already extracted in %s", dir)
 		return nil
 	}
+	var made created
+	defer func() {
+		if err != nil {
+			made.remove()
+		}
+	}()
 	tarball := filepath.Join(root, CIFARTarball)
 	if _, err := os.Stat(tarball); err == nil {
 		logf("cifar10: checking existing %s", tarball)
 		if err := checkMD5(tarball, wantMD5); err != nil {
 			return fmt.Errorf("%w; delete it and fetch again", err)
 		}
-	} else if err := download(ctx, client, url, wantMD5, tarball, logf); err != nil {
+	} else if err := download(ctx, client, url, wantMD5, tarball, &made, logf); err != nil {
 		return err
 	}
 	logf("cifar10: extracting into %s", dir)
-	return extractCIFAR(tarball, dir)
+	return extractCIFAR(tarball, dir, &made)
 }
 
 func hasAll(dir string, names []string) bool {
@@ -82,9 +84,10 @@ func hasAll(dir string, names []string) bool {
 
 // download fetches url into dst through a temporary file in dst's folder,
 // renamed into place only once the MD5 matches, so an interrupted or bad
-// download never leaves a file that looks complete.
-func download(ctx context.Context, client *http.Client, url, wantMD5, dst string, logf func(string, ...any)) (err error) {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+// download never leaves a file that looks complete. made records the
+// folders and the file it creates.
+func download(ctx context.Context, client *http.Client, url, wantMD5, dst string, made *created, logf func(string, ...any)) (err error) {
+	if err := made.mkdirAll(filepath.Dir(dst)); err != nil {
 		return fmt.Errorf("data: %w", err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*")
@@ -109,6 +112,7 @@ func download(ctx context.Context, client *http.Client, url, wantMD5, dst string
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("data: %w", err)
 	}
+	made.file(dst)
 	return os.Rename(tmp.Name(), dst)
 }
 

@@ -15,8 +15,9 @@ import (
 // extractCIFAR writes the six batches of the tarball into dir. Only the
 // known file names are written (by base name), so entry paths in the
 // archive can never place files elsewhere. Each file goes through a
-// temporary name, so a failed extraction leaves no complete-looking batch.
-func extractCIFAR(tarball, dir string) error {
+// temporary name, so a failed extraction leaves no complete-looking batch;
+// made records the folders and files it creates.
+func extractCIFAR(tarball, dir string, made *created) error {
 	f, err := os.Open(tarball)
 	if err != nil {
 		return fmt.Errorf("data: %w", err)
@@ -26,7 +27,7 @@ func extractCIFAR(tarball, dir string) error {
 	if err != nil {
 		return gzipError(tarball, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := made.mkdirAll(dir); err != nil {
 		return fmt.Errorf("data: %w", err)
 	}
 	names := cifarFiles()
@@ -46,7 +47,7 @@ func extractCIFAR(tarball, dir string) error {
 		if err := checkCIFARSize(hdr.Size, tarball+":"+hdr.Name); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(filepath.Join(dir, base), tarball+":"+hdr.Name, io.LimitReader(tr, hdr.Size), hdr.Size); err != nil {
+		if err := writeFileAtomic(filepath.Join(dir, base), tarball+":"+hdr.Name, io.LimitReader(tr, hdr.Size), hdr.Size, made); err != nil {
 			return err
 		}
 		done++
@@ -58,8 +59,9 @@ func extractCIFAR(tarball, dir string) error {
 	return nil
 }
 
-// writeFileAtomic copies size bytes of r (named src in errors) to dst.
-func writeFileAtomic(dst, src string, r io.Reader, size int64) (err error) {
+// writeFileAtomic copies size bytes of r (named src in errors) to dst,
+// recorded in made when it is new.
+func writeFileAtomic(dst, src string, r io.Reader, size int64, made *created) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*")
 	if err != nil {
 		return fmt.Errorf("data: %w", err)
@@ -80,5 +82,6 @@ func writeFileAtomic(dst, src string, r io.Reader, size int64) (err error) {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("data: %w", err)
 	}
+	made.file(dst)
 	return os.Rename(tmp.Name(), dst)
 }

@@ -32,11 +32,12 @@ func (c *cli) cmdData(ctx context.Context, args []string) int {
 	if err != nil {
 		return c.usageError("data", fmt.Sprintf("unknown data set %q (want cifar10 or fashion-mnist)", pos[0]))
 	}
-	if *root == "" {
+	named := *root != ""
+	if !named {
 		*root = data.Root()
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(c.stdout, format+"\n", args...) }
-	if err := c.fetch(ctx, name, *root, logf); err != nil {
+	if err := c.fetch(ctx, name, *root, named, logf); err != nil {
 		fmt.Fprintf(c.stderr, "resnetlab data fetch %s: %v\n", name, err)
 		return exitFailed
 	}

@@ -134,24 +134,25 @@ func TestCompare(t *testing.T) {
 func TestDataFetch(t *testing.T) {
 	c, out, _ := testCLI()
 	var gotName, gotRoot string
-	c.fetch = func(_ context.Context, name, root string, logf func(string, ...any)) error {
-		gotName, gotRoot = name, root
+	var gotNamed bool
+	c.fetch = func(_ context.Context, name, root string, named bool, logf func(string, ...any)) error {
+		gotName, gotRoot, gotNamed = name, root, named
 		logf("downloaded %s", name)
 		return nil
 	}
 	if code := runCLI(c, "data", "fetch", "CIFAR-10", "--root", "/ds"); code != exitOK ||
-		gotName != "cifar10" || gotRoot != "/ds" || out.String() != "downloaded cifar10\n" {
-		t.Fatalf("code %d name %q root %q out %q", code, gotName, gotRoot, out)
+		gotName != "cifar10" || gotRoot != "/ds" || !gotNamed || out.String() != "downloaded cifar10\n" {
+		t.Fatalf("code %d name %q root %q named %v out %q", code, gotName, gotRoot, gotNamed, out)
 	}
 	t.Setenv("DATA", "/from-env")
 	c, _, errb := testCLI()
-	c.fetch = func(_ context.Context, name, root string, _ func(string, ...any)) error {
-		gotRoot = root
+	c.fetch = func(_ context.Context, name, root string, named bool, _ func(string, ...any)) error {
+		gotRoot, gotNamed = root, named
 		return errors.New("no network")
 	}
-	if code := runCLI(c, "data", "fetch", "fmnist"); code != exitFailed || gotRoot != "/from-env" ||
+	if code := runCLI(c, "data", "fetch", "fmnist"); code != exitFailed || gotRoot != "/from-env" || gotNamed ||
 		!strings.Contains(errb.String(), "resnetlab data fetch fashion-mnist: no network") {
-		t.Fatalf("code %d root %q stderr %q", code, gotRoot, errb.String())
+		t.Fatalf("code %d root %q named %v stderr %q", code, gotRoot, gotNamed, errb.String())
 	}
 	for _, tc := range []struct {
 		args []string

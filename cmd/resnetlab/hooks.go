@@ -20,8 +20,14 @@ type tuiFunc func(ctx context.Context, sp *spec.Spec, cells []spec.Cell,
 //	func init() { startTUI = func(ctx, spec, cells, events, cmds) error { ... tui.Run(...) } }
 var startTUI tuiFunc
 
-// fetchFunc downloads a data set into root, reporting progress through logf.
-type fetchFunc func(ctx context.Context, name, root string, logf func(format string, args ...any)) error
+// fetchFunc downloads a data set into root, reporting progress through logf;
+// named says the user gave root (--root): the data must then end up there.
+type fetchFunc func(ctx context.Context, name, root string, named bool, logf func(format string, args ...any)) error
 
 // fetchData downloads data sets (a variable so tests can fake it).
-var fetchData fetchFunc = data.Fetch
+var fetchData fetchFunc = func(ctx context.Context, name, root string, named bool, logf func(string, ...any)) error {
+	if named {
+		return data.Fetch(ctx, name, root, logf, data.OnlyRoot())
+	}
+	return data.Fetch(ctx, name, root, logf)
+}

@@ -27,7 +27,7 @@ func testCLI() (*cli, *bytes.Buffer, *bytes.Buffer) {
 	c.eval = func(context.Context, runner.EvalOptions) (float64, []float64, error) {
 		return 0, nil, errors.New("eval not faked")
 	}
-	c.fetch = func(context.Context, string, string, func(string, ...any)) error {
+	c.fetch = func(context.Context, string, string, bool, func(string, ...any)) error {
 		return errors.New("fetch not faked")
 	}
 	// The specs of these tests use relative directories and fake runs: no
