@@ -95,9 +95,14 @@ func (c *cli) help(args []string) int {
 		fmt.Fprint(c.stdout, mainUsage)
 		return exitOK
 	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help": // help is no entry of commands: main runs it itself
+		fmt.Fprint(c.stdout, helpUsage)
+		return exitOK
+	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(c.stderr, "resnetlab help: unknown command %q (want run, launch, eval, data, compare, report, bench, export or import)\n", args[0])
+		fmt.Fprintf(c.stderr, "resnetlab help: unknown command %q (want run, launch, eval, data, compare, report, bench, export, import or help)\n", args[0])
 		return exitUsage
 	}
 	fmt.Fprint(c.stdout, cmd.usage)

@@ -28,6 +28,16 @@ Examples:
 Run 'resnetlab help <command>' or 'resnetlab <command> --help' for details.
 `
 
+const helpUsage = `Usage: resnetlab help [COMMAND]
+
+Prints the usage of COMMAND, or without one the list of commands. Every
+command also takes --help.
+
+Examples:
+  resnetlab help
+  resnetlab help run
+`
+
 const runUsage = `Usage: resnetlab run [--headless] [--resume E|E@S] [--run ID,...] [--device cpu|cuda|auto] [--results DIR] SPEC
 
 Trains every run of the experiment spec SPEC (a TOML file, see experiments/)
