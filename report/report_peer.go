@@ -10,10 +10,10 @@ import (
 	"strings"
 )
 
-// PeerLog is what the PyTorch peer (scripts/torch_peer_resume.py) printed: one JSON line
-// per epoch ({"epoch", "loss", "test_acc", "epoch_s"}) and, when it ran to
-// the end, a summary line ({"summary": true, "amp", "data", "epochs",
-// "total_s", "final_acc"}).
+// PeerLog is what the PyTorch peer (scripts/torch_peer_resume.py)
+// printed: one JSON line per epoch ({"epoch", "loss", "test_acc",
+// "epoch_s"}) and, when it ran to the end, a summary line ({"summary":
+// true, "amp", "data", "epochs", "total_s", "final_acc"}).
 type PeerLog struct {
 	Path    string
 	Epochs  []EpochResult
@@ -27,7 +27,7 @@ type PeerLog struct {
 	Dataset string
 }
 
-// PeerSummary is torch_peer.py's last line.
+// PeerSummary is torch_peer_resume.py's last line.
 type PeerSummary struct {
 	Summary      bool    `json:"summary"`
 	AMP          bool    `json:"amp"`
@@ -47,7 +47,7 @@ type peerLine struct {
 	PeerSummary
 }
 
-// ReadPeerLog reads a torch_peer.py log file.
+// ReadPeerLog reads a torch_peer_resume.py log file.
 func ReadPeerLog(path string) (*PeerLog, error) {
 	f, err := fsutil.OpenRegular(path)
 	if err != nil {
@@ -57,9 +57,9 @@ func ReadPeerLog(path string) (*PeerLog, error) {
 	return ParsePeerLog(path, f)
 }
 
-// ParsePeerLog parses a torch_peer.py log. Lines that are not JSON objects
-// (warnings, shell noise) are skipped, as is text before the first '{'
-// (timestamps); a JSON line that does not parse, an epoch line without
+// ParsePeerLog parses a torch_peer_resume.py log. Lines that are not JSON
+// objects (warnings, shell noise) are skipped, as is text before the first
+// '{' (timestamps); a JSON line that does not parse, an epoch line without
 // test_acc or epochs out of order (two runs in one file) are errors naming
 // path and line.
 func ParsePeerLog(path string, r io.Reader) (*PeerLog, error) {
@@ -74,7 +74,7 @@ func ParsePeerLog(path string, r io.Reader) (*PeerLog, error) {
 		return nil, fmt.Errorf("peer log %s: %w", path, err)
 	}
 	if len(p.Epochs) == 0 && p.Summary == nil {
-		return nil, fmt.Errorf("peer log %s: no torch_peer.py lines (want JSON lines like "+
+		return nil, fmt.Errorf("peer log %s: no scripts/torch_peer_resume.py lines (want JSON lines like "+
 			`{"epoch": 1, "loss": 0.47, "test_acc": 0.83, "epoch_s": 23.0})`, path)
 	}
 	return p, nil
@@ -88,7 +88,7 @@ func (p *PeerLog) addLine(line string) error {
 	var l peerLine
 	if err := json.Unmarshal([]byte(line[i:]), &l); err != nil {
 		if strings.Contains(line, `"epoch"`) || strings.Contains(line, `"summary"`) {
-			return fmt.Errorf("bad torch_peer.py line %q: %v", line, err)
+			return fmt.Errorf("bad torch_peer_resume.py line %q: %v", line, err)
 		}
 		return nil // some other braces
 	}
@@ -113,18 +113,19 @@ func (p *PeerLog) addEpoch(l peerLine) error {
 		return fmt.Errorf("epoch %d has no test_acc", *l.Epoch)
 	}
 	if n := len(p.Epochs); n > 0 && *l.Epoch <= p.Epochs[n-1].Epoch {
-		return fmt.Errorf("epoch %d after epoch %d (want one torch_peer.py run per file)",
+		return fmt.Errorf("epoch %d after epoch %d (want one torch_peer_resume.py run per file)",
 			*l.Epoch, p.Epochs[n-1].Epoch)
 	}
 	if p.Summary != nil {
-		return fmt.Errorf("epoch %d after the summary line (want one torch_peer.py run per file)", *l.Epoch)
+		return fmt.Errorf("epoch %d after the summary line (want one torch_peer_resume.py run per file)", *l.Epoch)
 	}
 	p.Epochs = append(p.Epochs, EpochResult{Epoch: *l.Epoch, Loss: l.Loss, TestAcc: *l.TestAcc, Seconds: l.Seconds})
 	return nil
 }
 
-// peerDataset names the data set of torch_peer.py's --data: "synthetic",
-// or a directory of Fashion-MNIST IDX files (the only files it reads).
+// peerDataset names the data set of torch_peer_resume.py's --data:
+// "synthetic", or a directory of Fashion-MNIST IDX files (the only files
+// it reads).
 func peerDataset(data string) string {
 	if data == "synthetic" {
 		return "synthetic"

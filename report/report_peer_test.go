@@ -68,9 +68,9 @@ func TestReportPeerLogErrors(t *testing.T) {
 	}
 	for _, tc := range []struct{ path, want string }{
 		{filepath.Join(dir, "missing.log"), "missing.log"},
-		{write("empty.log", "just text\n"), "empty.log: no torch_peer.py lines"},
-		{write("result.json", `{"run": "x", "per_epoch": []}`), "result.json: no torch_peer.py lines"},
-		{write("bad.log", "{\"epoch\": 1, \"test_acc\": 0.5}\n{\"epoch\": 2, \"test_acc\": oops}\n"), "bad.log:2: bad torch_peer.py line"},
+		{write("empty.log", "just text\n"), "empty.log: no scripts/torch_peer_resume.py lines"},
+		{write("result.json", `{"run": "x", "per_epoch": []}`), "result.json: no scripts/torch_peer_resume.py lines"},
+		{write("bad.log", "{\"epoch\": 1, \"test_acc\": 0.5}\n{\"epoch\": 2, \"test_acc\": oops}\n"), "bad.log:2: bad torch_peer_resume.py line"},
 		{write("twice.log", "{\"epoch\": 1, \"test_acc\": 0.5}\n{\"epoch\": 1, \"test_acc\": 0.5}\n"), "twice.log:2: epoch 1 after epoch 1"},
 		{write("noacc.log", "{\"epoch\": 1, \"loss\": 0.5}\n"), "noacc.log:1: epoch 1 has no test_acc"},
 	} {

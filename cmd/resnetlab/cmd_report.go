@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"resnetlab/data"
 	"resnetlab/report"
 )
 
@@ -24,13 +27,15 @@ Arguments are result files written by 'resnetlab run', or directories whose
 written then.
 
 Flags:
-  -o FILE            write the table to FILE (default: standard output)
+  -o FILE            write the table to FILE, in a directory that exists
+                     (default: standard output)
   --plot FILE        also draw the comparison figure (accuracy and loss per epoch,
-                     memory and images/s bars) into FILE, PNG or SVG by its extension
+                     memory and images/s bars) into FILE, PNG or SVG by its
+                     extension, in a directory that exists
   --peer LOG         add the run logged by the PyTorch peer (scripts/torch_peer_resume.py)
                      (its JSON lines); repeatable
-  --peer-data NAME   data set of --peer logs cut before their summary line,
-                     which names it (e.g. fashion-mnist)
+  --peer-data NAME   data set of --peer logs that do not name theirs (cut
+                     before their summary line): cifar10, fashion-mnist or synthetic
   --reference        add the reference CIFAR-10 accuracies (docs/design.md)
 
 Examples:
@@ -59,7 +64,21 @@ func (c *cli) cmdReport(ctx context.Context, args []string) int {
 	if len(pos) == 0 && len(peerPaths) == 0 {
 		return c.usageError("report", "want at least one result file or directory (or --peer LOG)")
 	}
-	rows, err := reportRows(pos, peerPaths, *peerData, *reference)
+	if *peerData != "" {
+		canon, err := data.Canonical(*peerData)
+		if err != nil { // a misspelt name would leave the peer's row beside no run
+			return c.usageError("report", fmt.Sprintf("--peer-data %q: want cifar10, fashion-mnist or synthetic", *peerData))
+		}
+		*peerData = canon
+	}
+	err := checkOutPath("-o", *out)
+	if err == nil {
+		err = checkOutPath("--plot", *plot)
+	}
+	var rows []report.Row
+	if err == nil {
+		rows, err = reportRows(pos, peerPaths, *peerData, *reference)
+	}
 	if err == nil {
 		err = writeReport(c, rows, *out, *plot)
 	}
@@ -113,18 +132,52 @@ func writeReport(c *cli, rows []report.Row, out, plot string) error {
 	md := report.Markdown(rows)
 	if out == "" {
 		fmt.Fprint(c.stdout, md)
-	} else if err := writeReportFile(out, []byte(md)); err != nil {
+	} else if err := writeReportFile("-o", out, []byte(md)); err != nil {
 		return err
 	}
 	if plot != "" {
-		return writeReportFile(plot, pic.Bytes())
+		return writeReportFile("--plot", plot, pic.Bytes())
 	}
 	return nil
 }
 
-func writeReportFile(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+// checkOutPath refuses an output path (of flag, "" for none) that cannot
+// be a file: its directory must exist, since a mistyped path must not
+// leave new directories behind, and it must not be a directory itself.
+// Both outputs are checked before anything is read or written.
+func checkOutPath(flag, path string) error {
+	if path == "" {
+		return nil
 	}
-	return os.WriteFile(path, b, 0o644)
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s %s: directory %s does not exist (create it first)", flag, path, dir)
+	case err != nil:
+		return fmt.Errorf("%s %s: %v", flag, path, pathErr(err))
+	case !st.IsDir():
+		return fmt.Errorf("%s %s: %s is not a directory", flag, path, dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s %s: is a directory (want a file name)", flag, path)
+	}
+	return nil
+}
+
+func writeReportFile(flag, path string, b []byte) error {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("%s %s: %v", flag, path, pathErr(err))
+	}
+	return nil
+}
+
+// pathErr is err without the operation and path an *fs.PathError adds,
+// which the caller's message already names.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

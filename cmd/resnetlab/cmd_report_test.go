@@ -45,8 +45,17 @@ func reportFixtures(t *testing.T) (dir string, rs []*report.Result, peer string)
 func TestReportCommand(t *testing.T) {
 	dir, rs, peer := reportFixtures(t)
 	md, plot := filepath.Join(dir, "docs", "results.md"), filepath.Join(dir, "docs", "acc.png")
+	if err := os.Mkdir(filepath.Join(dir, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	c, out, errb := testCLI()
-	code := runCLI(c, "report", "-o", md, "--plot", plot, "--peer", peer, "--peer-data", "cifar10",
+	code := runCLI(c, "report", "-o", md, "--plot", plot, "--peer", peer, "--peer-data", "CIFAR-10", // an alias: the canonical name's row
+		"--reference", filepath.Join(dir, "results"))
+	if code != exitOK || out.Len() != 0 {
+		t.Fatalf("code %d stdout %q stderr %q", code, out, errb)
+	}
+	alias, _ := os.ReadFile(md)
+	code = runCLI(c, "report", "-o", md, "--plot", plot, "--peer", peer, "--peer-data", "cifar10",
 		"--reference", filepath.Join(dir, "results"))
 	if code != exitOK || out.Len() != 0 {
 		t.Fatalf("code %d stdout %q stderr %q", code, out, errb)
@@ -57,8 +66,8 @@ func TestReportCommand(t *testing.T) {
 	}
 	p.Dataset = "cifar10"
 	want := report.Markdown(report.Build(rs, []*report.PeerLog{p}, true))
-	if got, _ := os.ReadFile(md); string(got) != want {
-		t.Fatalf("report file\n%s\nwant\n%s", got, want)
+	if got, _ := os.ReadFile(md); string(got) != want || string(alias) != want {
+		t.Fatalf("report file\n%s\nwith --peer-data CIFAR-10\n%s\nwant\n%s", got, alias, want)
 	}
 	for _, s := range []string{"| peer: peer | peer |", "| +2.00 |", "reference: Gemini", "| +10.00 |"} {
 		if !strings.Contains(want, s) {
@@ -107,7 +116,7 @@ func TestReportCommandErrors(t *testing.T) {
 		{[]string{good, filepath.Join(dir, "missing.json")}, "missing.json"},
 		{[]string{good, notJSON}, notJSON + ": not a result file"},
 		{[]string{"--peer", filepath.Join(dir, "nopeer.log"), good}, "nopeer.log"},
-		{[]string{"--peer", good, good}, good + ": no torch_peer.py lines"},
+		{[]string{"--peer", good, good}, good + ": no scripts/torch_peer_resume.py lines"},
 		{[]string{"--plot", filepath.Join(dir, "p.png"), "--reference", "--peer", peer}, ""}, // peer alone is fine
 		{[]string{"--plot", filepath.Join(dir, "x.txt"), good}, filepath.Join(dir, "x.txt") + `: unknown picture format ".txt"`},
 	} {
@@ -130,5 +139,54 @@ func TestReportCommandErrors(t *testing.T) {
 	c, _, errb := testCLI()
 	if code := runCLI(c, "report", "--reference"); code != exitUsage || !strings.Contains(errb.String(), "at least one") {
 		t.Errorf("no inputs: %d %q", code, errb)
+	}
+}
+
+// A --peer-data that names no data set is a usage error, before anything
+// is read or written.
+func TestReportRefusesUnknownPeerData(t *testing.T) {
+	dir, _, peer := reportFixtures(t)
+	md := filepath.Join(dir, "out.md")
+	c, out, errb := testCLI()
+	code := runCLI(c, "report", "-o", md, "--peer", peer, "--peer-data", "imagenet")
+	first, _, _ := strings.Cut(errb.String(), "\n")
+	if code != exitUsage || first != `resnetlab report: --peer-data "imagenet": want cifar10, fashion-mnist or synthetic` || out.Len() != 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errb)
+	}
+	if _, err := os.Stat(md); err == nil {
+		t.Error("report written despite the error")
+	}
+}
+
+// An output path that cannot be written is refused in one line naming its
+// flag and the path, and the run creates nothing: no directory for it, and
+// not the other output either.
+func TestReportOutputPaths(t *testing.T) {
+	dir, rs, _ := reportFixtures(t)
+	good := report.ResultPath(filepath.Join(dir, "results"), rs[0])
+	md, png := filepath.Join(dir, "out.md"), filepath.Join(dir, "acc.png")
+	missing := filepath.Join(dir, "nonexist", "x")
+	file := good // a regular file, as a directory
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-o", filepath.Join(missing, "r.md")}, "-o " + filepath.Join(missing, "r.md") + ": directory " + missing + " does not exist (create it first)"},
+		{[]string{"-o", dir}, "-o " + dir + ": is a directory (want a file name)"},
+		{[]string{"-o", filepath.Join(file, "r.md")}, "-o " + filepath.Join(file, "r.md") + ": " + file + " is not a directory"},
+		{[]string{"-o", md, "--plot", filepath.Join(missing, "acc.png")}, "--plot " + filepath.Join(missing, "acc.png") + ": directory " + missing + " does not exist (create it first)"},
+		{[]string{"-o", md, "--plot", filepath.Join(dir, "results")}, "--plot " + filepath.Join(dir, "results") + ": is a directory (want a file name)"},
+		{[]string{"--plot", png, "-o", filepath.Join(missing, "r.md")}, "-o " + filepath.Join(missing, "r.md") + ": directory " + missing + " does not exist"},
+	} {
+		c, out, errb := testCLI()
+		code := runCLI(c, append(append([]string{"report"}, tc.args...), good)...)
+		if code != exitFailed || !strings.HasPrefix(errb.String(), "resnetlab report: "+tc.want) || strings.Count(errb.String(), "\n") != 1 || out.Len() != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q\nwant exit 1 and one line: %s", tc.args, code, out, errb, tc.want)
+		}
+		for _, p := range []string{md, png, filepath.Dir(missing)} {
+			if _, err := os.Stat(p); err == nil {
+				t.Errorf("%v: %s created", tc.args, p)
+			}
+		}
 	}
 }
