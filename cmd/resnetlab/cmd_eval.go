@@ -105,13 +105,31 @@ func (c *cli) completeEval(o *runner.EvalOptions, specPath string) error {
 	if err := checkEvalEpoch(o.CheckpointDir, o.Epoch); err != nil {
 		return err
 	}
+	model, _, _ := ckpt.Paths(o.CheckpointDir, o.Epoch)
+	trained := trainedOn(model)
 	if o.Dataset == "" {
-		model, _, _ := ckpt.Paths(o.CheckpointDir, o.Epoch)
-		if _, meta, err := ckpt.ReadMeta(model); err == nil {
-			o.Dataset, _ = ckpt.MetaString(meta, "dataset")
-		}
+		o.Dataset = trained
+	} else if trained != "" && trained != o.Dataset {
+		// Allowed (a transfer check), but easy to do by mistake with
+		// --spec or --dataset: say so rather than print a bare low score.
+		fmt.Fprintf(c.stderr, "resnetlab eval: note: %s was trained on %s; scoring it on %s\n", model, trained, o.Dataset)
 	}
 	return nil
+}
+
+// trainedOn is the data set the model file records it was trained on, by
+// its canonical name; "" when it records none (an import without
+// --dataset) or cannot be read (Eval names the problem).
+func trainedOn(model string) string {
+	_, meta, err := ckpt.ReadMeta(model)
+	if err != nil {
+		return ""
+	}
+	name, _ := ckpt.MetaString(meta, "dataset")
+	if canon, err := data.Canonical(name); err == nil {
+		return canon
+	}
+	return name
 }
 
 // checkEvalEpoch says which epochs dir holds when epoch's model is not

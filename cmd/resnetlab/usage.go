@@ -114,7 +114,8 @@ Flags:
   -c, --checkpoint DIR   checkpoint directory (required)
   -e, --epoch E          epoch of the checkpoint (default: the latest complete one)
   --dataset NAME         cifar10, fashion-mnist or synthetic
-                         (default: the one the checkpoint was trained on)
+                         (default: the one the checkpoint was trained on;
+                         another one is scored, with a note saying so)
   --data DIR             data set root (default: $DATA, else ./data)
   --device NAME          auto, cpu or cuda (default auto)
   --batch N              evaluation batch size (default 128, as the reference)
