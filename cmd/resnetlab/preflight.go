@@ -70,11 +70,12 @@ func checkResume(s *spec.Spec, c spec.Cell, from ckpt.Ref, fromFlag bool) error 
 }
 
 // checkWritable says why this user could not create dir (where it is
-// missing) and write in it, creating and writing nothing: a run that fails
-// these checks, or any later one, must leave the disk as it was. The
-// nearest existing ancestor of dir must be a directory (a path through a
-// regular file fails here) that this user may write in and search;
-// access(2) also reports a read-only file system.
+// missing) and write in it, leaving the disk as it was: a run that fails
+// these checks, or any later one, must. The nearest existing ancestor of
+// dir must be a directory (a path through a regular file fails here) that
+// this user may write in and search; access(2) also reports a read-only
+// file system. access(2) says yes to root for any directory, /proc and
+// /sys too, so a file is then really created there (see probeCreate).
 func checkWritable(dir string) error {
 	p := filepath.Clean(dir)
 	for {
@@ -85,6 +86,9 @@ func checkWritable(dir string) error {
 		case err == nil:
 			if err := syscall.Access(p, accessWrite|accessSearch); err != nil {
 				return fmt.Errorf("%s: %w", p, err)
+			}
+			if err := probeCreate(p); err != nil {
+				return fmt.Errorf("%s: cannot create a file there: %w", p, err)
 			}
 			return nil
 		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
