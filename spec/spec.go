@@ -11,7 +11,8 @@ import "resnetlab/engine"
 // and the list of runs (a [grid] product and/or explicit [[run]] tables).
 // Every key is optional; the defaults reproduce ColossalAI's ResNet example.
 // Unknown keys, wrong types and out-of-range values are errors that name the
-// file, line and key: "zero.toml:7: key `epochs`: must be at least 1 (got 0)".
+// file, line and key: "zero.toml:11: key `epochs`: 0 is out of range (want
+// an integer from 1 to 100000)".
 // Keys are case-sensitive.
 //
 //	name          string   file name without .toml  spec name, used in run ids and {name}
