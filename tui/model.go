@@ -17,6 +17,7 @@ import (
 type Options struct {
 	Title       string           // spec name + path
 	SpecFile    string           // the spec's path, for the resume hint once the runner has exited
+	Relaunch    string           // the command line that trains the spec again, less --resume and the spec ("": resnetlab run); resnetlab launch's own in a world it started
 	Runs        []runner.RunInfo // every cell of the grid, in order
 	Events      <-chan runner.Event
 	Send        func(run string, c runner.Command) bool // deliver a command to run ("": to the grid) and report whether it was queued; must not block for long

@@ -77,6 +77,15 @@ func TestResumeFinishedRunAfterRunnerExited(t *testing.T) {
 	if want := "resnetlab run --resume 3@7 --run " + id + " experiments/zero.toml"; !strings.HasSuffix(m.notice.text, want) {
 		t.Fatalf("notice %q, want the command %q", m.notice.text, want)
 	}
+	// In a world that resnetlab launch started, the command is the launch's.
+	m = New(Options{Runs: testGrid()[:1], SpecFile: "w.toml", Relaunch: "resnetlab launch --nproc-per-node 2",
+		Send: func(string, runner.Command) bool { return true }})
+	id = m.runs[0].info.ID
+	m.runs[0].status, m.closed = stDone, true
+	m.resumeFrom(id, ckpt.Ref{Epoch: 2, Step: 5})
+	if want := "resnetlab launch --nproc-per-node 2 --resume 2@5 w.toml"; !strings.HasSuffix(m.notice.text, want) {
+		t.Fatalf("notice %q, want the launch's command %q", m.notice.text, want)
+	}
 }
 
 // A run interrupted by Ctrl-C is INTERRUPTED (not FAILED) in the header,

@@ -201,8 +201,12 @@ func (m *Model) resumeFrom(id string, ref ckpt.Ref) {
 		if len(m.runs) > 1 {
 			only = " --run " + id
 		}
+		again := m.opts.Relaunch
+		if again == "" {
+			again = "resnetlab run"
+		}
 		m.notice = note("%s has finished and the runner has exited · to train from %s again: "+
-			"resnetlab run --resume %s%s %s", id, ref.Describe(), ref, only, spec)
+			"%s --resume %s%s %s", id, ref.Describe(), again, ref, only, spec)
 	case !m.send(id, runner.ResumeFrom(ref)):
 		m.notice = notSent("resume from "+ref.Describe(), id)
 	case r.status.finished():

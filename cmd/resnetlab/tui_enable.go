@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"resnetlab/ckpt"
+	"resnetlab/comm"
 	"resnetlab/runner"
 	"resnetlab/spec"
 	"resnetlab/tui"
@@ -16,6 +17,16 @@ func init() { startTUI = runTUI }
 func runTUI(ctx context.Context, sp *spec.Spec, cells []spec.Cell,
 	events <-chan runner.Event, cmds chan<- runner.Command) error {
 	return tui.Run(ctx, tuiOptions(sp, cells, events, cmds))
+}
+
+// relaunch is the command line that trains again once the runner has
+// exited: resnetlab launch's own in a world it started (comm.LaunchVar),
+// else "" (resnetlab run).
+func relaunch() string {
+	if env, ok, err := comm.EnvFromLaunch(); ok && err == nil {
+		return env.Launch
+	}
+	return ""
 }
 
 // tuiOptions connects the UI to a run of spec. Send addresses every
@@ -33,6 +44,7 @@ func tuiOptions(sp *spec.Spec, cells []spec.Cell, events <-chan runner.Event,
 	return tui.Options{
 		Title:    sp.Name + " · " + sp.File,
 		SpecFile: sp.File,
+		Relaunch: relaunch(),
 		Runs:     infos,
 		Events:   events,
 		Send: func(run string, c runner.Command) bool {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"resnetlab/ckpt"
+	"resnetlab/comm"
 	"resnetlab/runner"
 	"resnetlab/spec"
 )
@@ -38,5 +39,20 @@ func TestTUIOptions(t *testing.T) {
 	}
 	if startTUI == nil {
 		t.Fatal("the TUI is not wired in")
+	}
+}
+
+// In a rank that resnetlab launch started, the UI's resume hint is the
+// launch's command line (comm.LaunchVar); elsewhere it is resnetlab run's.
+func TestTUIRelaunchIsTheLaunchCommand(t *testing.T) {
+	if got := relaunch(); got != "" {
+		t.Fatalf("outside a launch: relaunch %q, want none", got)
+	}
+	for k, v := range map[string]string{"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+		"MASTER_PORT": "29500", comm.LaunchVar: "resnetlab launch --nproc-per-node 2"} {
+		t.Setenv(k, v)
+	}
+	if got := relaunch(); got != "resnetlab launch --nproc-per-node 2" {
+		t.Fatalf("in a launch: relaunch %q, want the launch's command line", got)
 	}
 }
