@@ -129,9 +129,12 @@ Examples:
 
 const dataUsage = `Usage: resnetlab data fetch NAME [--root DIR]
 
-Downloads a data set and checks its digest. NAME is cifar10 (the binary
-version, cifar-10-binary.tar.gz) or fashion-mnist. Needs internet access;
-the synthetic data set needs no download.
+Fetches a data set and checks its digest. NAME is cifar10 (the binary
+version, cifar-10-binary.tar.gz, downloaded: needs internet access) or
+fashion-mnist (from Debian's dataset-fashion-mnist package: used where it
+lies, or copied into --root DIR; without the package it says how to get
+it). A fetch that fails removes what it created. The synthetic data set needs no
+fetch.
 
 Flags:
   --root DIR   where to put it (default: $DATA, else ./data)
