@@ -22,13 +22,34 @@ func checkWorld(s *spec.Spec, cells []spec.Cell, w *comm.ProcComm) error {
 	if w == nil {
 		return nil
 	}
+	return CheckWorldGrid(s.File, cells, LauncherWorld(w.WorldSize()))
+}
+
+// World names a world of processes in the messages of CheckWorldGrid:
+// what trains (e.g. "a launch") and how its size was set.
+type World struct {
+	Size    int
+	Trains  string // "a run started by a launcher (WORLD_SIZE=2)"
+	Started string // "the launcher started WORLD_SIZE=2 processes"
+}
+
+// LauncherWorld is a world of n processes that a launcher (torchrun,
+// srun, resnetlab launch) started, as its ranks see it.
+func LauncherWorld(n int) World {
+	return World{Size: n, Trains: fmt.Sprintf("a run started by a launcher (WORLD_SIZE=%d)", n),
+		Started: fmt.Sprintf("the launcher started WORLD_SIZE=%d processes", n)}
+}
+
+// CheckWorldGrid refuses, in one line naming the spec file, a grid that is
+// not exactly one run of w.Size processes: the runner's check, and the same
+// one resnetlab launch and each rank make before any rendezvous.
+func CheckWorldGrid(file string, cells []spec.Cell, w World) error {
 	if len(cells) != 1 {
-		return fmt.Errorf("%s: a run started by a launcher (WORLD_SIZE=%d) trains one run, but the grid has %d (narrow plugin, precision and gpus to one run)",
-			s.File, w.WorldSize(), len(cells))
+		return fmt.Errorf("%s: %s trains one run, but the grid has %d (narrow plugin, precision and gpus to one run)",
+			file, w.Trains, len(cells))
 	}
-	if c := cells[0]; c.WorldSize != w.WorldSize() {
-		return fmt.Errorf("%s: run %s has gpus = %d, but the launcher started WORLD_SIZE=%d processes (make them equal)",
-			s.File, c.ID, c.WorldSize, w.WorldSize())
+	if c := cells[0]; c.WorldSize != w.Size {
+		return fmt.Errorf("%s: run %s has gpus = %d, but %s (make them equal)", file, c.ID, c.WorldSize, w.Started)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"resnetlab/ckpt"
 	"resnetlab/comm"
+	"resnetlab/runner"
 	"resnetlab/spec"
 )
 
@@ -129,17 +130,11 @@ func checkLaunchSpec(path string, world int) error {
 		return err
 	}
 	cells, _, err := sp.Cells()
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case len(cells) != 1:
-		return fmt.Errorf("%s: a launch trains one run, but the grid has %d (narrow plugin, precision and gpus to one run)",
-			sp.File, len(cells))
-	case cells[0].WorldSize != world:
-		return fmt.Errorf("%s: run %s has gpus = %d, but this launch starts a world of %d processes "+
-			"(--nproc-per-node x --nnodes; make them equal)", sp.File, cells[0].ID, cells[0].WorldSize, world)
 	}
-	return nil
+	return runner.CheckWorldGrid(sp.File, cells, runner.World{Size: world, Trains: "a launch",
+		Started: fmt.Sprintf("--nproc-per-node x --nnodes starts a world of %d processes", world)})
 }
 
 // launchCommand is this launch's command line as the user gave it, quoted

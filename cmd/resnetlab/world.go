@@ -50,14 +50,9 @@ func progName() string {
 // the whole rendezvous timeout before the runner's own check said so.
 // The messages are the runner's (runner/dist.go), naming this rank.
 func checkWorldSpec(sp *spec.Spec, cells []spec.Cell, env comm.Env) error {
-	host, _ := os.Hostname()
-	switch {
-	case len(cells) != 1:
-		return fmt.Errorf("rank %d (host %s): %s: a run started by a launcher (WORLD_SIZE=%d) trains one run, but the grid has %d "+
-			"(narrow plugin, precision and gpus to one run)", env.Rank, host, sp.File, env.WorldSize, len(cells))
-	case cells[0].WorldSize != env.WorldSize:
-		return fmt.Errorf("rank %d (host %s): %s: run %s has gpus = %d, but the launcher started WORLD_SIZE=%d processes (make them equal)",
-			env.Rank, host, sp.File, cells[0].ID, cells[0].WorldSize, env.WorldSize)
+	if err := runner.CheckWorldGrid(sp.File, cells, runner.LauncherWorld(env.WorldSize)); err != nil {
+		host, _ := os.Hostname()
+		return fmt.Errorf("rank %d (host %s): %w", env.Rank, host, err)
 	}
 	return nil
 }

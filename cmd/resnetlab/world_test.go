@@ -454,7 +454,7 @@ func TestLaunchChecksSpecFirst(t *testing.T) {
 		"file not found": {"", "2"},
 		"a launch trains one run, but the grid has 4 (narrow plugin, precision and gpus to one run)": {
 			base + "[grid]\nplugin = [\"torch_ddp\", \"torch_ddp_fp16\", \"low_level_zero\", \"gemini\"]\ngpus = [2]\n", "2"},
-		"run gemini-fp16-1 has gpus = 1, but this launch starts a world of 2 processes": {
+		"run gemini-fp16-1 has gpus = 1, but --nproc-per-node x --nnodes starts a world of 2 processes (make them equal)": {
 			base + "[grid]\nplugin = [\"gemini\"]\n[gemini]\ndevice_budget = \"30MiB\"\n", "2"},
 	} {
 		sp := filepath.Join(t.TempDir(), "missing.toml")
