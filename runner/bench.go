@@ -69,6 +69,24 @@ type BenchResult struct {
 	StateSHA      string // with BenchOptions.Graphs: sha256 of the state after Warmup+Steps steps
 }
 
+// checkBenchFlags refuses, before any step is timed, flags that do not go
+// together or that the device kind cannot serve: usage errors (FlagError).
+func checkBenchFlags(o BenchOptions, kind string) error {
+	timesOps := kind == "cuda" || benchWrap != nil // the CUDA backend (or a test's wrapper) captures and profiles
+	switch {
+	case o.Graphs && o.Warmup <= engine.DefaultGraphWarmup:
+		return flagErrorf("--graphs needs --warmup > %d: the graph is captured after %d eager steps, and the capture should not be timed",
+			engine.DefaultGraphWarmup, engine.DefaultGraphWarmup)
+	case o.Graphs && !timesOps:
+		return flagErrorf("--graphs needs a backend that captures graphs (cuda); %s does not", kind)
+	case o.Profile > 0 && !timesOps:
+		return flagErrorf("--profile needs a backend that times its ops (cuda); %s does not", kind)
+	case len(o.Budgets) > 0 && (o.Plugin != spec.PluginGemini || o.Graphs):
+		return flagErrorf("--budget times Gemini (--plugin gemini) eagerly, not %s%s", o.Plugin, map[bool]string{true: " with --graphs"}[o.Graphs])
+	}
+	return nil
+}
+
 // Bench times full training steps (forward, loss, backward, gradient
 // handling and Adam) of one rank on a fixed random batch already on the
 // device: the step alone, without the input pipeline (runs report that).
@@ -77,19 +95,12 @@ func Bench(ctx context.Context, o BenchOptions) ([]BenchResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Graphs && o.Warmup <= engine.DefaultGraphWarmup {
-		return nil, fmt.Errorf("--graphs needs --warmup > %d: the graph is captured after %d eager steps, and the capture should not be timed",
-			engine.DefaultGraphWarmup, engine.DefaultGraphWarmup)
-	}
-	if o.Graphs && plan.Kind != "cuda" && benchWrap == nil {
-		return nil, fmt.Errorf("--graphs needs a backend that captures graphs (cuda); %s does not", plan.Kind)
+	if err := checkBenchFlags(o, plan.Kind); err != nil {
+		return nil, err
 	}
 	modes := []bool{false}
 	if o.Graphs {
 		modes = append(modes, true)
-	}
-	if len(o.Budgets) > 0 && (o.Plugin != spec.PluginGemini || o.Graphs) {
-		return nil, fmt.Errorf("--budget times Gemini (--plugin gemini) eagerly, not %s%s", o.Plugin, map[bool]string{true: " with --graphs"}[o.Graphs])
 	}
 	var out []BenchResult
 	for _, p := range o.Precisions {

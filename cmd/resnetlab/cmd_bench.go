@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -84,6 +85,9 @@ func (c *cli) cmdBench(ctx context.Context, args []string) int {
 		return c.usageError("bench", err.Error())
 	}
 	res, err := runner.Bench(ctx, o)
+	if fe := (*runner.FlagError)(nil); errors.As(err, &fe) {
+		return c.usageError("bench", fe.Error())
+	}
 	for _, r := range res {
 		fmt.Fprintf(c.stdout, "%-14s %-5s %-28s %8.2f ms/step %9.0f images/s  peak %s%s%s\n",
 			r.Plugin, r.Precision, r.Device, r.StepMS, r.ImagesPerSec, spec.FormatSize(r.PeakBytes), budgetCol(r), graphCols(r))

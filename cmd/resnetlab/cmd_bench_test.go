@@ -131,6 +131,12 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{[]string{"--steps", "0"}, "resnetlab bench: --steps 0: want an integer >= 1"},
 		{[]string{"--warmup", "-1"}, "resnetlab bench: --warmup -1: want an integer >= 0"},
 		{[]string{"--budget", "2/1"}, `resnetlab bench: --budget "2/1": want a size or a fraction 1/N with N >= 1`},
+		// Flags that do not go together, or that the CPU cannot serve, are
+		// refused before any step is timed.
+		{[]string{"--graphs", "--warmup", "2"}, "resnetlab bench: --graphs needs --warmup > 2: the graph is captured after 2 eager steps, and the capture should not be timed"},
+		{[]string{"--graphs"}, "resnetlab bench: --graphs needs a backend that captures graphs (cuda); cpu does not"},
+		{[]string{"--profile", "3"}, "resnetlab bench: --profile needs a backend that times its ops (cuda); cpu does not"},
+		{[]string{"--budget", "1/2"}, "resnetlab bench: --budget times Gemini (--plugin gemini) eagerly, not torch_ddp"},
 	} {
 		c, out, errb := testCLI()
 		code := runCLI(c, append([]string{"bench", "--device", "cpu", "--width", "4", "--batch", "2", "--steps", "1"}, tc.args...)...)
