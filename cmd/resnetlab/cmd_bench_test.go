@@ -48,10 +48,11 @@ func TestBenchProfilePrintsTables(t *testing.T) {
 		}
 	}
 	var errb bytes.Buffer
+	out.Reset()
 	code := newCLI(&out, &errb).main(context.Background(), []string{"bench", "--device", "cpu", "--width", "4", "--batch", "2",
 		"--steps", "1", "--warmup", "0", "--precision", "fp32", "--profile", "1"})
-	if code != exitFailed || !strings.Contains(errb.String(), "cuda") {
-		t.Errorf("--profile on the CPU: exit %d, %q", code, errb.String())
+	if code != exitUsage || !strings.Contains(errb.String(), "cuda") || strings.Contains(out.String(), "ms/step") {
+		t.Errorf("--profile on the CPU: exit %d, %q, stdout %q: want a usage error before any step", code, errb.String(), out.String())
 	}
 }
 
