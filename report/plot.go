@@ -71,7 +71,7 @@ func PlotFormat(path string) (string, error) {
 	case ".png", ".svg":
 		return ext[1:], nil
 	default:
-		return "", fmt.Errorf("plot %s: unknown picture format %q (want .png or .svg)", path, ext)
+		return "", fmt.Errorf("%s: unknown picture format %q (want .png or .svg)", path, ext)
 	}
 }
 

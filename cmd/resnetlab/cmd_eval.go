@@ -63,8 +63,8 @@ func checkEvalArgs(o *runner.EvalOptions, pos []string) string {
 		return fmt.Sprintf("-e %d: want an epoch >= 1", o.Epoch)
 	case o.BatchSize < 1:
 		return fmt.Sprintf("--batch %d: want at least 1", o.BatchSize)
-	case o.Device != "auto" && o.Device != "cpu" && o.Device != "cuda":
-		return fmt.Sprintf("--device %q: want auto, cpu or cuda", o.Device)
+	case spec.CheckDevice(o.Device) != nil: // as run and bench refuse it
+		return fmt.Sprintf("--device %q: %v", o.Device, spec.CheckDevice(o.Device))
 	}
 	if o.Dataset != "" {
 		canon, err := data.Canonical(o.Dataset)

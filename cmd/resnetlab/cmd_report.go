@@ -123,7 +123,7 @@ func writeReport(c *cli, rows []report.Row, out, plot string) error {
 	if plot != "" {
 		format, err := report.PlotFormat(plot)
 		if err != nil {
-			return err
+			return fmt.Errorf("--plot %w", err)
 		}
 		if err := report.Plot(&pic, rows, format, report.DefaultPlotWidth, report.DefaultPlotHeight); err != nil {
 			return err

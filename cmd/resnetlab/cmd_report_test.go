@@ -118,7 +118,7 @@ func TestReportCommandErrors(t *testing.T) {
 		{[]string{"--peer", filepath.Join(dir, "nopeer.log"), good}, "nopeer.log"},
 		{[]string{"--peer", good, good}, good + ": no scripts/torch_peer_resume.py lines"},
 		{[]string{"--plot", filepath.Join(dir, "p.png"), "--reference", "--peer", peer}, ""}, // peer alone is fine
-		{[]string{"--plot", filepath.Join(dir, "x.txt"), good}, filepath.Join(dir, "x.txt") + `: unknown picture format ".txt"`},
+		{[]string{"--plot", filepath.Join(dir, "x.txt"), good}, "--plot " + filepath.Join(dir, "x.txt") + `: unknown picture format ".txt"`},
 	} {
 		c, _, errb := testCLI()
 		code := runCLI(c, append([]string{"report", "-o", md}, tc.args...)...)

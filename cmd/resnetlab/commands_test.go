@@ -76,7 +76,7 @@ func TestEvalErrors(t *testing.T) {
 		{[]string{"eval", "-c", empty, "extra"}, exitUsage, `unexpected argument "extra"`},
 		{[]string{"eval", "-c", empty, "-e", "-1"}, exitUsage, "-e -1: want an epoch >= 1"},
 		{[]string{"eval", "-c", empty, "--dataset", "mnist"}, exitUsage, `--dataset "mnist"`},
-		{[]string{"eval", "-c", empty, "--device", "gpu"}, exitUsage, `--device "gpu"`},
+		{[]string{"eval", "-c", empty, "--device", "gpu"}, exitUsage, `--device "gpu": want "auto", "cpu" or "cuda"`},
 		{[]string{"eval", "-c", empty, "--batch", "0"}, exitUsage, "--batch 0"},
 		{[]string{"eval", "-c", empty}, exitFailed, "no complete checkpoint"},
 		{[]string{"eval", "-c", filepath.Join(empty, "none")}, exitFailed, "no such file or directory"},
