@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // CIFAR10URL is where Fetch downloads CIFAR-10's binary version from, and
@@ -54,6 +55,11 @@ func fetchCIFAR(ctx context.Context, client *http.Client, url, wantMD5, root str
 		logf("cifar10: already extracted in %s", dir)
 		return nil
 	}
+	if some := present(dir, cifarFiles()); len(some) > 0 {
+		// Files this fetch did not make are never replaced: which copy is
+		// right is the user's call.
+		return fmt.Errorf("data: %s holds %s but not every batch file: move or delete them and fetch again", dir, strings.Join(some, ", "))
+	}
 	var made created
 	defer func() {
 		if err != nil {
@@ -71,6 +77,17 @@ func fetchCIFAR(ctx context.Context, client *http.Client, url, wantMD5, root str
 	}
 	logf("cifar10: extracting into %s", dir)
 	return extractCIFAR(tarball, dir, &made)
+}
+
+// present is which of names exist in dir (as anything).
+func present(dir string, names []string) []string {
+	var out []string
+	for _, n := range names {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func hasAll(dir string, names []string) bool {

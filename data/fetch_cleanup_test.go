@@ -135,3 +135,20 @@ func TestFetchFashionMNISTNamedRootFailureLeavesNothing(t *testing.T) {
 		t.Fatalf("failed copy left %v in %s, want only notes.txt", got, root)
 	}
 }
+
+// A batch folder that holds some of the batch files (not all) is refused
+// before any download, and nothing in it is replaced or removed.
+func TestFetchCIFARRefusesAPartialFolder(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, CIFARDir)
+	writeFiles(t, dir, map[string][]byte{"data_batch_2.bin": []byte("mine"), "test_batch.bin": []byte("also mine")})
+	before := tree(t, root)
+	err := fetchCIFAR(context.Background(), http.DefaultClient, "http://127.0.0.1:1/never", CIFAR10MD5, root, quiet)
+	wantErr(t, err, dir+" holds data_batch_2.bin, test_batch.bin but not every batch file")
+	if got := tree(t, root); strings.Join(got, " ") != strings.Join(before, " ") {
+		t.Fatalf("a refused fetch changed %v into %v", before, got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "data_batch_2.bin")); string(b) != "mine" {
+		t.Fatalf("data_batch_2.bin now holds %q", b)
+	}
+}
