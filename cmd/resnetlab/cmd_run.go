@@ -224,12 +224,24 @@ func (uiQuitError) Is(target error) bool { return target == context.Canceled }
 // result files of earlier sessions of the same recipe, so that the figure
 // keeps showing the whole grid. A figure that cannot be written is a
 // warning: the runs' results stand; before any epoch has ended there is
-// nothing to draw and nothing is said.
+// nothing to draw and nothing is said. A run of this session with no
+// evaluated epoch (one that failed before training: its result file, if
+// any, is left as it was) draws nothing: its cell keeps its earlier result
+// file's curve, and a session where no run drew leaves the figure as it is.
 func (c *cli) writePlots(sp *spec.Spec, opts runner.RunOptions, results []*report.Result) {
-	if len(results) == 0 || (opts.World != nil && opts.World.Rank() != 0) {
+	if opts.World != nil && opts.World.Rank() != 0 {
 		return
 	}
-	all, earlier := withEarlierResults(sp, results)
+	var drawn []*report.Result
+	for _, r := range results {
+		if len(r.EpochResults) > 0 {
+			drawn = append(drawn, r)
+		}
+	}
+	if len(drawn) == 0 {
+		return
+	}
+	all, earlier := withEarlierResults(sp, drawn)
 	paths, err := report.WritePlots(sp.ResultsDir, sp.Name, all)
 	if errors.Is(err, report.ErrNothingToPlot) { // no epoch ended: nothing to compare yet
 		return

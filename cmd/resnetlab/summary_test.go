@@ -13,6 +13,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"resnetlab/ckpt"
 	"resnetlab/report"
 	"resnetlab/runner"
 	"resnetlab/spec"
@@ -200,6 +201,44 @@ func TestFigureKeepsTheWholeGrid(t *testing.T) {
 	for _, run := range []string{"torch_ddp-fp32-1", "gemini-fp16-1"} {
 		if !bytes.Contains(svg, []byte(run)) {
 			t.Errorf("%s does not name %s", svgPath, run)
+		}
+	}
+}
+
+// A run of this session that fails before training (its checkpoint
+// directory in use by another run) leaves the comparison figure as it was
+// and says nothing of one: its cell keeps its earlier curve.
+func TestFailedRunLeavesTheFigure(t *testing.T) {
+	sp, dir := quitSpec(t)
+	cl, _, errb := testCLI()
+	cl.runSpec = runner.RunSpec
+	if code := runCLI(cl, "run", "--headless", sp); code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errb)
+	}
+	pngPath, svgPath := report.PlotPaths(filepath.Join(dir, "results"), "q")
+	before := [2][]byte{}
+	for i, p := range []string{pngPath, svgPath} {
+		var err error
+		if before[i], err = os.ReadFile(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock, err := ckpt.LockDir(filepath.Join(dir, "ck", "torch_ddp"), "another")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	again, out, errb := testCLI()
+	again.runSpec = runner.RunSpec
+	if code := runCLI(again, "run", "--headless", "--resume", "1", "--run", "torch_ddp-fp32-1", sp); code != exitFailed {
+		t.Fatalf("a run whose checkpoint directory is locked: exit %d, stderr %s", code, errb)
+	}
+	if strings.Contains(out.String(), "comparison figure") {
+		t.Errorf("stdout names a figure after a failed run:\n%s", out)
+	}
+	for i, p := range []string{pngPath, svgPath} {
+		if now, _ := os.ReadFile(p); !bytes.Equal(now, before[i]) {
+			t.Errorf("%s was redrawn by a run that failed before training", p)
 		}
 	}
 }
