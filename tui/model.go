@@ -209,6 +209,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.picker = resumePicker{run: msg.run, refs: msg.refs}
 		if i, ok := m.byID[msg.run]; ok && m.runs[i].status.finished() {
 			m.picker.finished = m.runs[i].status
+			m.picker.refs = trainable(msg.refs, m.runs[i].info.Epochs)
 		}
 		m.overlay = pickerOverlay
 	case tea.KeyPressMsg:
@@ -243,4 +244,17 @@ func (m Model) send(run string, c runner.Command) bool {
 // notSent is the notice for a command the runner's full queue refused.
 func notSent(what, id string) notice {
 	return note("%s for %s not sent (the runner's queue is full): press again", what, id)
+}
+
+// trainable drops the checkpoints a finished run of epochs epochs would
+// train nothing from: the end of its last epoch (or later).
+func trainable(refs []ckpt.Ref, epochs int) []ckpt.Ref {
+	var out []ckpt.Ref
+	for _, r := range refs {
+		if r.Step == 0 && r.Epoch >= epochs {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -27,11 +28,11 @@ func TestResumeFinishedRunReopensIt(t *testing.T) {
 	waitScreen(t, rec, id+" DONE", contains(id+" DONE"))
 	sendKey(tm, "r")
 	s := waitScreen(t, rec, "picker", contains("Resume "+id+" from checkpoint"))
-	if !strings.Contains(s, "is done: it trains again from the") || !strings.Contains(s, "▸ epoch 4") {
-		t.Fatalf("the picker should say the finished run trains again, newest epoch first:\n%s", s)
+	// The end of the last epoch is not offered: there is nothing to train
+	// from it.
+	if !strings.Contains(s, "is done: it trains again from the") || !strings.Contains(s, "▸ epoch 2") || regexp.MustCompile(`│\s+epoch 4\s+│`).MatchString(s) {
+		t.Fatalf("the picker should say the finished run trains again, newest epoch it can train from first, not epoch 4:\n%s", s)
 	}
-	sendKey(tm, "down")
-	waitScreen(t, rec, "cursor on epoch 2", contains("▸ epoch 2"))
 	sendKey(tm, "enter")
 	waitHalted(t, f, rec)
 	s, _ = rec.get()
@@ -64,7 +65,7 @@ func TestResumeFinishedRunAfterRunnerExited(t *testing.T) {
 	if len(sent) != 0 {
 		t.Fatalf("sent %v to an exited runner", sent)
 	}
-	want := "resnetlab run --resume 4 experiments/zero.toml"
+	want := "resnetlab run --resume 2 experiments/zero.toml" // epoch 4 ends the run: nothing to train from it
 	if !strings.Contains(m.notice.text, id+" has finished and the runner has exited") || !strings.HasSuffix(m.notice.text, want) {
 		t.Fatalf("notice %q, want the command %q", m.notice.text, want)
 	}
@@ -250,5 +251,30 @@ func TestRefusedResumeShowsWhyOnTheNoticeLine(t *testing.T) {
 	m = step(m, eventMsg{runner.Log{Run: id, Level: runner.LevelError, Text: "later"}})
 	if strings.Contains(m.notice.text, "later") {
 		t.Errorf("after RunStarted an error is no refusal: %q", m.notice.text)
+	}
+}
+
+// The command line of the hint after the runner exited is never cut: on
+// a narrow screen it wraps at spaces over the notice lines, so it can be
+// copied whole, and the screen keeps its height.
+func TestResumeHintWrapsWhole(t *testing.T) {
+	m := New(Options{Runs: testGrid()[:1], SpecFile: "/tmp/specs/a-long-spec-name.toml",
+		Relaunch: "resnetlab launch --nproc-per-node 2 --nnodes 1", Send: func(string, runner.Command) bool { return true }})
+	id := m.runs[0].info.ID
+	m = step(m, eventMsg{runner.RunStarted{Info: m.runs[0].info}})
+	m.runs[0].status, m.closed = stDone, true
+	m.resumeFrom(id, ckpt.Ref{Epoch: 2, Step: 5})
+	m.w, m.h = 60, 24
+	lines := strings.Split(ansi.Strip(m.render()), "\n")
+	if len(lines) != 24 {
+		t.Fatalf("%d lines, want 24", len(lines))
+	}
+	var words []string
+	for _, l := range lines[len(lines)-1-maxNoticeLines : len(lines)-1] {
+		words = append(words, strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "»"))...)
+	}
+	want := "resnetlab launch --nproc-per-node 2 --nnodes 1 --resume 2@5 /tmp/specs/a-long-spec-name.toml"
+	if got := strings.Join(words, " "); !strings.HasSuffix(got, want) || strings.Contains(got, "…") {
+		t.Fatalf("notice lines %q, want the whole command %q at their end", got, want)
 	}
 }

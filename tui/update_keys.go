@@ -207,6 +207,7 @@ func (m *Model) resumeFrom(id string, ref ckpt.Ref) {
 		}
 		m.notice = note("%s has finished and the runner has exited · to train from %s again: "+
 			"%s --resume %s%s %s", id, ref.Describe(), again, ref, only, spec)
+		m.notice.wrap = true
 	case !m.send(id, runner.ResumeFrom(ref)):
 		m.notice = notSent("resume from "+ref.Describe(), id)
 	case r.status.finished():

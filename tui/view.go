@@ -60,13 +60,17 @@ func (m Model) render() string {
 		return strings.Join(fitBlock([]string{"resnetlab " + m.opts.Title, "waiting for runs…"}, w, h), "\n")
 	}
 	lines := m.head.View(r, m.sel, len(m.runs), w, m.st)
-	bodyH := max(h-len(lines)-2, 0)
+	notice := m.noticeLines(w)
+	bodyH := max(h-len(lines)-1-len(notice), 0)
 	if m.compare {
 		lines = append(lines, compareView(m.runs, m.sel, m.cmp, w, bodyH, m.st)...)
 	} else {
 		lines = append(lines, dashboard(r, w, bodyH, m.st)...)
 	}
-	lines = append(lines, fitLine(m.noticeLine(), w), fitLine(m.footer(w), w))
+	for _, l := range notice {
+		lines = append(lines, fitLine(l, w))
+	}
+	lines = append(lines, fitLine(m.footer(w), w))
 	lines = fitBlock(lines, w, h)
 	if box := m.overlayBox(w); box != "" {
 		lines = overlay(lines, box, w)
@@ -80,6 +84,7 @@ func (m Model) render() string {
 type notice struct {
 	text string
 	ok   bool // a confirmation: drawn with a green ✓
+	wrap bool // it gives a command line: wrapped (noticeLines), never cut, so it can be copied
 }
 
 // note builds a plain notice from a format and its arguments.
@@ -87,15 +92,52 @@ func note(format string, args ...any) notice {
 	return notice{text: fmt.Sprintf(format, args...)}
 }
 
-func (m Model) noticeLine() string {
+// maxNoticeLines is how many lines a long notice may take: a command line
+// it gives (how to resume) must be whole on the screen to be copied.
+const maxNoticeLines = 4
+
+// noticeLines is the notice on one line, or, one that gives a command
+// line, wrapped at spaces to w cells on up to maxNoticeLines lines (one
+// empty line when there is none).
+func (m Model) noticeLines(w int) []string {
 	if m.notice.text == "" {
-		return ""
+		return []string{""}
 	}
-	s := m.st.key.Render("»") + " "
+	lead, width := m.st.key.Render("»")+" ", 2
 	if m.notice.ok {
-		s += m.st.ok.Render("✓") + " "
+		lead, width = lead+m.st.ok.Render("✓")+" ", 4
 	}
-	return s + oneLine(m.notice.text)
+	if !m.notice.wrap {
+		return []string{lead + oneLine(m.notice.text)}
+	}
+	rows := wrapWords(oneLine(m.notice.text), max(w-width, 1), maxNoticeLines)
+	for i := range rows {
+		if i == 0 {
+			rows[i] = lead + rows[i]
+		} else {
+			rows[i] = strings.Repeat(" ", width) + rows[i]
+		}
+	}
+	return rows
+}
+
+// wrapWords breaks s at spaces into lines of at most w cells, at most n of
+// them (the last one then cut by fitLine); a word longer than w is cut.
+func wrapWords(s string, w, n int) []string {
+	var rows []string
+	cur := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case cur == "":
+			cur = word
+		case ansi.StringWidth(cur)+1+ansi.StringWidth(word) <= w || len(rows) == n-1:
+			cur += " " + word
+		default:
+			rows = append(rows, cur)
+			cur = word
+		}
+	}
+	return append(rows, cur)
 }
 
 func (m Model) overlayBox(w int) string {
