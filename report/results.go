@@ -1,15 +1,19 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"resnetlab/fsutil"
 	"resnetlab/spec"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -118,12 +122,93 @@ func readResult(path string) (*Result, error) {
 	}
 	var r Result
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("result %s: not a result file: %v", path, err)
+		return nil, fmt.Errorf("result %s: %s", path, jsonProblem(b, err))
 	}
 	if r.Run == "" {
 		return nil, fmt.Errorf("result %s: no \"run\" field (want a results/<spec>-<run>.json written by resnetlab)", path)
 	}
 	return &r, nil
+}
+
+// jsonProblem says in one line, in JSON's terms, why the JSON b did not
+// decode into a Result (err, from json.Unmarshal): the byte where a file
+// that is not JSON stops being JSON, the key whose value has the wrong
+// type, rather than encoding/json's Go names.
+func jsonProblem(b []byte, err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case len(bytes.TrimSpace(b)) == 0:
+		return "not a result file: empty"
+	case errors.As(err, &syn):
+		// Offset counts the bytes read, the bad one included; at the end
+		// of b the scanner reports the end as a space it read.
+		if syn.Offset <= 0 || syn.Offset > int64(len(b)) || syn.Error() == "unexpected end of JSON input" ||
+			(syn.Offset == int64(len(b)) && b[len(b)-1] != ' ' && strings.HasPrefix(syn.Error(), "invalid character ' '")) {
+			return fmt.Sprintf("not a result file: not JSON: it ends at byte %d inside a value (cut short?)", len(b))
+		}
+		c := b[syn.Offset-1]
+		what := fmt.Sprintf("byte 0x%02x", c)
+		if c > ' ' && c < 0x7f {
+			what = fmt.Sprintf("%q", rune(c))
+		}
+		return fmt.Sprintf("not a result file: not JSON at byte %d (unexpected %s)", syn.Offset, what)
+	case errors.As(err, &typ):
+		key := "the file"
+		if typ.Field != "" {
+			key = "key `" + typ.Field + "`"
+		}
+		return fmt.Sprintf("%s: %s", key, typeProblem(typ))
+	}
+	return "not a result file: " + err.Error()
+}
+
+// typeProblem is a JSON value of the wrong type: "got a number (want a
+// string)", or for a number that does not fit its field "got 1.5 (want a
+// whole number)".
+func typeProblem(e *json.UnmarshalTypeError) string {
+	want := jsonTypeOf(e.Type)
+	got, number, isNumber := strings.Cut(e.Value, " ") // "number 1.5" when the field is a number
+	if !isNumber || got != "number" {
+		return fmt.Sprintf("got %s (want %s)", article(e.Value), want)
+	}
+	switch e.Type.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if f, err := strconv.ParseFloat(number, 64); err == nil && f != math.Trunc(f) {
+			return fmt.Sprintf("got %s (want a whole number)", number)
+		}
+	}
+	return fmt.Sprintf("got %s (out of range)", number)
+}
+
+// jsonTypeOf is the JSON type that decodes into t, with its article.
+func jsonTypeOf(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonTypeOf(t.Elem())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a bool"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "another type"
+}
+
+// article puts "a" or "an" before a JSON type's name.
+func article(name string) string {
+	if strings.HasPrefix(name, "a") || strings.HasPrefix(name, "o") {
+		return "an " + name
+	}
+	return "a " + name
 }
 
 // CompareTable lays finished runs side by side, one row per run, followed by
@@ -136,7 +221,7 @@ func CompareTable(rs []*Result) string { return CompareTableWidth(rs, 0) }
 type compareColumn struct {
 	name, short string
 	drop        int
-	implied     bool // the run label says it (PLUGIN-PRECISION-RANKS): left out without a word
+	implied     bool // the run label says it (PLUGIN-PRECISION-RANKS): the note names it without its value
 	cell        func(r *Result, label string) string
 }
 
@@ -165,11 +250,13 @@ var compareColumns = []compareColumn{
 // CompareTableWidth is CompareTable made to fit width columns (0: no
 // limit), as on a terminal of that width. A table wider than that uses
 // the short headers and leaves out columns until it fits: first those the
-// run label already says (plugin, precision, ranks), then, saying so in a
-// line under the table, the dataset, epoch time, best accuracy, epochs,
-// images/s and peak memory, in that order; the run, its final accuracy
-// and its status always stay (a table that cannot fit even so is printed
-// as it is). Errors under the table are cut to the table's width.
+// run label already says (plugin, precision, ranks), then the dataset,
+// epoch time, best accuracy, epochs, images/s and peak memory, in that
+// order; the run, its final accuracy and its status always stay (a table
+// that cannot fit even so is printed as it is). A note under the table
+// names every column left out, with the value it held where that was the
+// same in every row (but for those the run label says), wrapped to the
+// width. Errors under the table are cut to the table's width.
 func CompareTableWidth(rs []*Result, width int) string {
 	var b strings.Builder
 	multiSpec := hasSeveralSpecs(rs)
@@ -196,8 +283,14 @@ func CompareTableWidth(rs []*Result, width int) string {
 	if width > 0 && alignedWidth(rows) > width {
 		for level := 1; level <= 7 && alignedWidth(table(true)) > width; level++ {
 			cols = slices.DeleteFunc(cols, func(c compareColumn) bool {
-				if c.drop == level && !c.implied {
-					left = append(left, strings.ToLower(c.short)+sameValue(rs, c, multiSpec))
+				if c.drop == level {
+					name := strings.ToLower(c.short)
+					if c.implied {
+						name = strings.ToLower(c.name) // "precision", not "prec"
+					} else {
+						name += sameValue(rs, c, multiSpec)
+					}
+					left = append(left, name)
 				}
 				return c.drop == level
 			})
@@ -206,13 +299,32 @@ func CompareTableWidth(rs []*Result, width int) string {
 	}
 	tw := writeAligned(&b, rows) // the full header alone is over 100 columns
 	if len(left) > 0 {
-		fmt.Fprintf(&b, "(left out to fit %d columns: %s)\n", width, strings.Join(left, ", "))
+		note := fmt.Sprintf("(left out to fit %d columns: %s)", width, strings.Join(left, ", "))
+		b.WriteString(wrapList(note, max(width, tw), "  ") + "\n")
 	}
 	for _, r := range rs {
 		if r.Error != "" {
 			b.WriteString(clipLine(runLabel(r, multiSpec)+": "+r.Error, tw) + "\n")
 		}
 	}
+	return b.String()
+}
+
+// wrapList breaks s, a list whose items ", " separates, into lines of at
+// most width characters where it can, after a separator; every line but
+// the first starts with indent.
+func wrapList(s string, width int, indent string) string {
+	items := strings.SplitAfter(s, ", ")
+	var b strings.Builder
+	line, empty := "", true
+	for _, it := range items {
+		if !empty && utf8.RuneCountInString(line+strings.TrimSuffix(it, " ")) > width {
+			b.WriteString(strings.TrimSuffix(line, " ") + "\n")
+			line = indent
+		}
+		line, empty = line+it, false
+	}
+	b.WriteString(line)
 	return b.String()
 }
 

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -101,6 +103,39 @@ func TestReadResultsErrors(t *testing.T) {
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Error("missing file error must match fs.ErrNotExist")
+	}
+}
+
+// A file that is not a result says so in one line naming the file and,
+// in JSON's terms, what is wrong: the key whose value has the wrong type,
+// the byte where it stops being JSON; not encoding/json's Go names.
+func TestReadResultsSaysWhatIsWrong(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ content, want string }{
+		{`{"run": 5}`, "key `run`: got a number (want a string)"},
+		{`{"run": "x", "world_size": "2"}`, "key `world_size`: got a string (want a number)"},
+		{`{"run": "x", "per_epoch": [{"epoch": 1.5}]}`, "key `per_epoch.epoch`: got 1.5 (want a whole number)"},
+		{`{"run": "x", "world_size": 1e40}`, "key `world_size`: got 1e40 (out of range)"},
+		{`{"run": "x", "devices": {}}`, "key `devices`: got an object (want an array)"},
+		{`{"run": ["x"]}`, "key `run`: got an array (want a string)"},
+		{`{"run": "x", "spec": true}`, "key `spec`: got a bool (want a string)"},
+		{`{"run": "x", "per_epoch": 3}`, "key `per_epoch`: got a number (want an array)"},
+		{`[1, 2]`, "the file: got an array (want an object)"},
+		{"\x89PNG\r\n\x1a\n\x00\x00", "not a result file: not JSON at byte 1 (unexpected byte 0x89)"},
+		{`{"run": "x"} trailing`, "not a result file: not JSON at byte 14 (unexpected 't')"},
+		{`{"run": "x",}`, "not a result file: not JSON at byte 13 (unexpected '}')"},
+		{`{"run": "x"`, "not a result file: not JSON: it ends at byte 11 inside a value (cut short?)"},
+		{`{"run": "x", "spec": nul`, "not a result file: not JSON: it ends at byte 24 inside a value (cut short?)"},
+		{" \n", "not a result file: empty"},
+	} {
+		path := filepath.Join(dir, "r.json")
+		if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadResults([]string{path})
+		if want := "result " + path + ": " + tc.want; err == nil || err.Error() != want {
+			t.Errorf("%q: error %v\nwant %s", tc.content, err, want)
+		}
 	}
 }
 
@@ -220,15 +255,17 @@ func TestCompareTableWidthFits(t *testing.T) {
 		"torch_ddp-fp16-1       2/6     82.40%  82.40%  2.4s     1220   26.91 MiB  done\n" +
 		"low_level_zero-fp16-1  2/6     82.40%  82.40%  2.4s     1221   26.91 MiB  done\n" +
 		"gemini-fp16-1          2/6     82.40%  82.40%  2.4s     1222   26.91 MiB  done\n" +
-		"(left out to fit 80 columns: dataset synthetic)\n"
+		"(left out to fit 80 columns: plugin, precision, ranks, dataset synthetic)\n"
 	if got != want {
 		t.Fatalf("80 columns:\n%s\nwant\n%s", got, want)
 	}
-	// "interrupted" is wider than "done": the epoch time goes too.
+	// "interrupted" is wider than "done": the epoch time goes too, and
+	// the note, too long for 80 columns, goes on over two lines.
 	got = CompareTableWidth(smokeResults(StatusInterrupted), 80)
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 	if lines[0] != "RUN                    EPOCHS  FINAL   BEST    IMG/S  PEAK MEM   STATUS" ||
-		lines[len(lines)-1] != "(left out to fit 80 columns: dataset synthetic, s/epoch 2.4s)" {
+		lines[len(lines)-2] != "(left out to fit 80 columns: plugin, precision, ranks, dataset synthetic," ||
+		lines[len(lines)-1] != "  s/epoch 2.4s)" {
 		t.Errorf("80 columns, one run interrupted:\n%s", got)
 	}
 	for _, l := range lines {
@@ -242,11 +279,69 @@ func TestCompareTableWidthFits(t *testing.T) {
 	if got := CompareTableWidth(done, 200); got != CompareTable(done) {
 		t.Errorf("a table that fits 200 columns changed:\n%s", got)
 	}
-	// Too narrow for anything but the three kept columns: those, as they are.
+	// Too narrow for anything but the three kept columns: those, as they
+	// are, and the note wrapped to the table's width.
 	got = CompareTableWidth(done, 20)
 	if lines := strings.Split(got, "\n"); lines[0] != "RUN                    FINAL   STATUS" ||
 		lines[1] != "torch_ddp-fp32-1       82.40%  done" ||
-		!strings.Contains(got, "\n(left out to fit 20 columns: dataset synthetic, s/epoch 2.4s, best 82.40%, epochs 2/6, img/s, peak mem 26.91 MiB)\n") {
+		!strings.HasSuffix(got, "\n(left out to fit 20 columns: plugin,\n  precision, ranks,\n  dataset synthetic, s/epoch 2.4s,\n"+
+			"  best 82.40%, epochs 2/6, img/s,\n  peak mem 26.91 MiB)\n") {
 		t.Errorf("20 columns:\n%s", got)
+	}
+}
+
+// At 80 columns a grid of several runs (plugins x precisions x ranks, one
+// of them interrupted) loses the plugin, precision and ranks columns,
+// among others: the note under the table names every column that the
+// full table has and the narrowed one does not, and no line is wider
+// than 80 columns.
+func TestCompareTableWidthNamesEveryColumnLeftOut(t *testing.T) {
+	var rs []*Result
+	for _, plugin := range []string{"torch_ddp", "low_level_zero", "gemini"} {
+		for _, prec := range []string{"fp32", "fp16", "bf16"} {
+			for _, ranks := range []int{1, 2} {
+				rs = append(rs, &Result{Run: fmt.Sprintf("%s-%s-%d", plugin, prec, ranks), Spec: "grid",
+					Plugin: plugin, Precision: prec, WorldSize: ranks, Dataset: "synthetic", Epochs: 6, Status: StatusDone,
+					EpochResults: []EpochResult{{1, 2, 0.5, 2.25}, {2, 1.5, 0.8240, 2.5 + float64(ranks)}},
+					FinalTestAcc: 0.824, BestTestAcc: 0.824, ImagesPerSecond: 1219, PeakDeviceBytes: []int64{28217221}})
+			}
+		}
+	}
+	rs[len(rs)-1].Status = StatusInterrupted
+	got := CompareTableWidth(rs, 80)
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	for _, l := range lines {
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("line of %d columns: %q", n, l)
+		}
+	}
+	noteAt := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "(left out to fit 80 columns: ") })
+	if noteAt < 0 {
+		t.Fatalf("no note of the columns left out:\n%s", got)
+	}
+	note := strings.Join(lines[noteAt:], " ")
+	const want = "(left out to fit 80 columns: plugin, precision, ranks, dataset synthetic,   s/epoch)"
+	if note != want {
+		t.Errorf("note %q, want %q", note, want)
+	}
+	full := regexp.MustCompile(`\s{2,}`).Split(strings.SplitN(CompareTable(rs), "\n", 2)[0], -1)
+	shown := regexp.MustCompile(`\s{2,}`).Split(lines[0], -1)
+	for i, c := range compareColumns {
+		if full[i] != c.name {
+			t.Fatalf("full header %q, want %q", full, c.name)
+		}
+		if slices.Contains(shown, c.short) {
+			continue
+		}
+		name := strings.ToLower(c.short)
+		if c.implied {
+			name = strings.ToLower(c.name)
+		}
+		if !regexp.MustCompile(`[:,] +` + regexp.QuoteMeta(name) + `[ ,)]`).MatchString(note) {
+			t.Errorf("column %s left out but not named in the note %q", c.name, note)
+		}
+	}
+	if len(shown) >= len(full) || !slices.Contains(shown, "RUN") || !slices.Contains(shown, "FINAL") || !slices.Contains(shown, "STATUS") {
+		t.Errorf("narrowed header %q", shown)
 	}
 }
