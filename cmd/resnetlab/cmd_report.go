@@ -24,7 +24,8 @@ single-rank run is present (torch_ddp preferred), a column gives every row's
 final accuracy minus its, in points (rows on the same data set only).
 Arguments are result files written by 'resnetlab run', or directories whose
 *.json files are read. Any unreadable input fails the report; nothing is
-written then.
+written then. Each file written is named in a line "wrote FILE" (on standard
+error when the table goes to standard output).
 
 Flags:
   -o FILE            write the table to FILE, in a directory that exists
@@ -130,13 +131,20 @@ func writeReport(c *cli, rows []report.Row, out, plot string) error {
 		}
 	}
 	md := report.Markdown(rows)
+	wrote := c.stdout // "wrote FILE" for each file, as export says it
 	if out == "" {
 		fmt.Fprint(c.stdout, md)
+		wrote = c.stderr // stdout is the Markdown: a redirected report stays only that
 	} else if err := writeReportFile("-o", out, []byte(md)); err != nil {
 		return err
+	} else {
+		fmt.Fprintf(wrote, "wrote %s\n", out)
 	}
 	if plot != "" {
-		return writeReportFile("--plot", plot, pic.Bytes())
+		if err := writeReportFile("--plot", plot, pic.Bytes()); err != nil {
+			return err
+		}
+		fmt.Fprintf(wrote, "wrote %s\n", plot)
 	}
 	return nil
 }

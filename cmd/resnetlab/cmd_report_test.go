@@ -48,17 +48,20 @@ func TestReportCommand(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "docs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Each file written is named on stdout, one line each, as export does.
+	wrote := "wrote " + md + "\nwrote " + plot + "\n"
 	c, out, errb := testCLI()
 	code := runCLI(c, "report", "-o", md, "--plot", plot, "--peer", peer, "--peer-data", "CIFAR-10", // an alias: the canonical name's row
 		"--reference", filepath.Join(dir, "results"))
-	if code != exitOK || out.Len() != 0 {
-		t.Fatalf("code %d stdout %q stderr %q", code, out, errb)
+	if code != exitOK || out.String() != wrote || errb.Len() != 0 {
+		t.Fatalf("code %d stdout %q stderr %q, want stdout %q", code, out, errb, wrote)
 	}
 	alias, _ := os.ReadFile(md)
+	out.Reset()
 	code = runCLI(c, "report", "-o", md, "--plot", plot, "--peer", peer, "--peer-data", "cifar10",
 		"--reference", filepath.Join(dir, "results"))
-	if code != exitOK || out.Len() != 0 {
-		t.Fatalf("code %d stdout %q stderr %q", code, out, errb)
+	if code != exitOK || out.String() != wrote || errb.Len() != 0 {
+		t.Fatalf("code %d stdout %q stderr %q, want stdout %q", code, out, errb, wrote)
 	}
 	p, err := report.ReadPeerLog(peer)
 	if err != nil {
@@ -85,8 +88,10 @@ func TestReportCommand(t *testing.T) {
 
 	// An .svg plot is SVG, not PNG bytes.
 	svg := filepath.Join(dir, "docs", "acc.svg")
-	if code := runCLI(c, "report", "-o", md, "--plot", svg, filepath.Join(dir, "results")); code != exitOK {
-		t.Fatalf("svg: code %d stderr %q", code, errb)
+	out.Reset()
+	if code := runCLI(c, "report", "-o", md, "--plot", svg, filepath.Join(dir, "results")); code != exitOK ||
+		out.String() != "wrote "+md+"\nwrote "+svg+"\n" {
+		t.Fatalf("svg: code %d stdout %q stderr %q", code, out, errb)
 	}
 	if b, err := os.ReadFile(svg); err != nil || !bytes.Contains(b, []byte("<svg ")) || xml.Unmarshal(b, new(struct{})) != nil {
 		t.Fatalf("svg plot: %v %.100q", err, b)
@@ -96,8 +101,15 @@ func TestReportCommand(t *testing.T) {
 	c, out, errb = testCLI()
 	files := []string{report.ResultPath(filepath.Join(dir, "results"), rs[0]), report.ResultPath(filepath.Join(dir, "results"), rs[1])}
 	if code := runCLI(c, append([]string{"report"}, files...)...); code != exitOK ||
-		out.String() != report.Markdown(report.Build(rs, nil, false)) {
+		out.String() != report.Markdown(report.Build(rs, nil, false)) || errb.Len() != 0 {
 		t.Fatalf("stdout report: code %d\n%s\nstderr %s", code, out, errb)
+	}
+	// With the table on stdout, stdout stays the table alone: the plot
+	// written is named on stderr.
+	c, out, errb = testCLI()
+	if code := runCLI(c, "report", "--plot", plot, files[0]); code != exitOK ||
+		out.String() != report.Markdown(report.Build(rs[:1], nil, false)) || errb.String() != "wrote "+plot+"\n" {
+		t.Fatalf("stdout report with --plot: code %d\n%s\nstderr %q", code, out, errb)
 	}
 }
 

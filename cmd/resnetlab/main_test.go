@@ -93,8 +93,8 @@ func TestRunArgErrors(t *testing.T) {
 	}{
 		{[]string{"run"}, exitUsage, "want one spec file, got 0 arguments"},
 		{[]string{"run", sp, sp}, exitUsage, "got 2 arguments"},
-		{[]string{"run", "--fast", sp}, exitUsage, "flag provided but not defined: -fast"},
-		{[]string{"run", "--resume", "x", sp}, exitUsage, "invalid value \"x\" for flag -resume"},
+		{[]string{"run", "--fast", sp}, exitUsage, "resnetlab run: unknown flag --fast\n"},
+		{[]string{"run", "--resume", "x", sp}, exitUsage, "resnetlab run: --resume \"x\": want an epoch"},
 		{[]string{"run", "nope.toml"}, exitFailed, "spec nope.toml: file not found"},
 		{[]string{"run", writeSpec(t, "epochs = 0\n")}, exitFailed, "exp.toml:1: key `epochs`: 0 is out of range"},
 		{[]string{"run", sp, "--resume", "5"}, exitUsage, "--resume 5: " + sp + " trains 4 epochs"},
