@@ -367,8 +367,12 @@ func planGridOn(s *spec.Spec, cells []spec.Cell, kind string, n int) gridPlan {
 			p.places[i].cpuRanks = total
 		}
 		p.slots = len(cells)
-		p.notice = fmt.Sprintf("concurrent = true: %d runs train at once on the CPU; their %d ranks share %d cores (%d worker(s) each)",
-			len(cells), total, runtime.GOMAXPROCS(0), max(1, runtime.GOMAXPROCS(0)/total))
+		workers := fmt.Sprintf("%d workers", max(1, runtime.GOMAXPROCS(0)/total))
+		if workers == "1 workers" {
+			workers = "1 worker"
+		}
+		p.notice = fmt.Sprintf("concurrent = true: %d runs train at once on the CPU; their %d ranks share %d cores (%s each)",
+			len(cells), total, runtime.GOMAXPROCS(0), workers)
 	case "cuda":
 		if total > n && !s.ShareDevices {
 			p.level = LevelWarn

@@ -10,6 +10,7 @@ import (
 	"resnetlab/report"
 	"resnetlab/spec"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -297,6 +298,8 @@ func TestPlanGrid(t *testing.T) {
 	bp.Place(p.places[1].share(), 2)
 	if want := max(1, runtime.GOMAXPROCS(0)/3); bp.Workers != want {
 		t.Fatalf("cpu workers per rank %d, want %d", bp.Workers, want)
+	} else if each := strings.Replace("("+strconv.Itoa(want)+" workers each)", "(1 workers", "(1 worker", 1); !strings.HasSuffix(p.notice, each) {
+		t.Fatalf("cpu notice %q, want it to end %q", p.notice, each)
 	}
 	p = planGridOn(s, cells, "cuda", 4) // 3 ranks fit 4 GPUs
 	if p.slots != 2 || p.places[0].firstDevice != 0 || p.places[1].firstDevice != 1 {

@@ -49,7 +49,11 @@ func (b *Backend) Name() string { return "cpu" }
 
 // Device describes the host and the GEMM kernel in use.
 func (b *Backend) Device() string {
-	return fmt.Sprintf("CPU %s/%s, %d workers, %s GEMM", runtime.GOOS, runtime.GOARCH, b.workers, kernelName())
+	workers := "workers"
+	if b.workers == 1 {
+		workers = "worker"
+	}
+	return fmt.Sprintf("CPU %s/%s, %d %s, %s GEMM", runtime.GOOS, runtime.GOARCH, b.workers, workers, kernelName())
 }
 
 // Workers is the number of worker goroutines ops fan out to.
