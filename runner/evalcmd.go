@@ -2,7 +2,10 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"resnetlab/ckpt"
 	"resnetlab/spec"
 
@@ -16,10 +19,10 @@ import (
 // The model's shape (width, input channels, classes) and data set come
 // from the checkpoint's metadata unless opts override them.
 func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float64, err error) {
-	if opts.Epoch < 1 {
-		return 0, nil, fmt.Errorf("eval: epoch %d, want >= 1", opts.Epoch)
+	if opts.Epoch < 1 || opts.Step < 0 {
+		return 0, nil, fmt.Errorf("eval: checkpoint %s, want an epoch >= 1 (and a step >= 0)", opts.Ref())
 	}
-	path, op, sp := ckpt.Paths(opts.CheckpointDir, opts.Epoch)
+	path, op, sp := opts.Ref().Paths(opts.CheckpointDir)
 	meta, ts, err := ckpt.ReadFile(path, "model")
 	if err != nil {
 		return 0, nil, err
@@ -31,7 +34,7 @@ func Eval(ctx context.Context, opts EvalOptions) (acc float64, perClass []float6
 	if err := ckpt.CheckStateShapes(cfg, ckpt.StateDict(ts)); err != nil {
 		return 0, nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	if err := ckpt.CheckSameSave(opts.CheckpointDir, ckpt.Ref{Epoch: opts.Epoch}, path, []string{op, sp}, true); err != nil {
+	if err := ckpt.CheckSameSave(opts.CheckpointDir, opts.Ref(), path, []string{op, sp}, true); err != nil {
 		return 0, nil, err
 	}
 	if dataset == "" {
@@ -107,4 +110,45 @@ func evalModelConfig(path string, meta map[string]any, opts EvalOptions) (model.
 		dataset, _ = ckpt.MetaString(meta, "dataset")
 	}
 	return cfg, dataset, nil
+}
+
+// ResolveCheckpoint is the checkpoint of dir that eval and export read for
+// -e ref, and its model file: ref itself, or for a zero ref the latest
+// complete end-of-epoch checkpoint (mid-epoch saves are read only when
+// named, E@S). Only the model file need exist. Each error is one line
+// naming the file or dir and the checkpoints dir holds.
+func ResolveCheckpoint(dir string, ref ckpt.Ref) (ckpt.Ref, string, error) {
+	if ref.Epoch < 0 || ref.Step < 0 || ref.Epoch == 0 && ref.Step != 0 {
+		return ref, "", fmt.Errorf("-e %s: want an epoch E or E@S (a checkpoint of %s)", ref, dir)
+	}
+	if ref.IsZero() {
+		refs, err := ckpt.ListRefs(dir)
+		if err != nil {
+			return ref, "", err
+		}
+		for _, r := range refs {
+			if r.Step == 0 {
+				ref = r // refs are in training order: the last is the latest
+			}
+		}
+		if ref.IsZero() {
+			msg := fmt.Sprintf("no complete checkpoint (model_E.pth, optimizer_E.pth, lr_scheduler_E.pth) in %s", dir)
+			if len(refs) > 0 {
+				msg += fmt.Sprintf(", only mid-epoch ones: %s (name one with -e E@S)", ckpt.JoinRefs(refs))
+			}
+			return ref, "", errors.New(msg)
+		}
+	}
+	model, _, _ := ref.Paths(dir)
+	if _, err := os.Stat(model); !errors.Is(err, fs.ErrNotExist) {
+		return ref, model, nil // present, or a problem the reader will name
+	}
+	have, err := ckpt.ListRefs(dir)
+	switch {
+	case err != nil:
+		return ref, "", fmt.Errorf("-e %s: %w", ref, err)
+	case len(have) == 0:
+		return ref, "", fmt.Errorf("-e %s: no %s, and %s holds no complete checkpoint", ref, model, dir)
+	}
+	return ref, "", fmt.Errorf("-e %s: no %s (checkpoints saved in %s: %s)", ref, model, dir, ckpt.JoinRefs(have))
 }

@@ -87,12 +87,19 @@ func extOf(format string) string {
 	return "pth"
 }
 
-// ExportModel writes the model of dir's checkpoint of epoch (0: the latest
-// complete one) to out, atomically, as safetensors or a torch.save archive
-// (format "" picks it from out's extension) with torchvision's keys. out
-// must not exist and its directory must: an export creates one file and
-// never replaces one, as ImportModel never replaces a checkpoint.
+// ExportModel is ExportCheckpoint of the end of epoch (0: the latest
+// complete one).
 func ExportModel(dir string, epoch int, format, out string) error {
+	return ExportCheckpoint(dir, ckpt.Ref{Epoch: epoch}, format, out)
+}
+
+// ExportCheckpoint writes the model of dir's checkpoint ref (E or E@S; zero:
+// the latest complete end-of-epoch one, as ResolveCheckpoint picks it) to
+// out, atomically, as safetensors or a torch.save archive (format "" picks
+// it from out's extension) with torchvision's keys. out must not exist and
+// its directory must: an export creates one file and never replaces one, as
+// ImportModel never replaces a checkpoint.
+func ExportCheckpoint(dir string, ref ckpt.Ref, format, out string) error {
 	format, err := ExportFormat(format, out)
 	if err != nil {
 		return err
@@ -100,10 +107,10 @@ func ExportModel(dir string, epoch int, format, out string) error {
 	if err := checkNewFile(out); err != nil { // before the checkpoint is read
 		return err
 	}
-	if epoch, err = resolveEpoch(dir, epoch); err != nil {
+	_, path, err := ResolveCheckpoint(dir, ref)
+	if err != nil {
 		return err
 	}
-	path, _, _ := ckpt.Paths(dir, epoch)
 	meta, ts, err := ckpt.ReadFile(path, "model")
 	if err != nil {
 		return err
@@ -117,24 +124,6 @@ func ExportModel(dir string, epoch int, format, out string) error {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	return writeTorchFile(out, format, torchTensors(sd), exportMetadata(meta))
-}
-
-// resolveEpoch turns epoch 0 into the latest complete checkpoint in dir.
-func resolveEpoch(dir string, epoch int) (int, error) {
-	if epoch < 0 {
-		return 0, fmt.Errorf("epoch %d: want >= 1 (or 0 for the latest)", epoch)
-	}
-	if epoch > 0 {
-		return epoch, nil
-	}
-	epochs, err := ckpt.List(dir)
-	if err != nil {
-		return 0, err
-	}
-	if len(epochs) == 0 {
-		return 0, fmt.Errorf("no complete checkpoint (model_E.pth, optimizer_E.pth, lr_scheduler_E.pth) in %s", dir)
-	}
-	return epochs[len(epochs)-1], nil
 }
 
 // torchTensors converts a state dict to torch's dtypes: float32 for

@@ -137,12 +137,16 @@ func selectRuns(s *spec.Spec, cells []spec.Cell, ids []string) ([]spec.Cell, err
 type EvalOptions struct {
 	CheckpointDir string     // directory holding model_E.pth
 	Epoch         int        // E, >= 1
+	Step          int        // S of a mid-epoch checkpoint E@S (model_E-stepS.pth); 0: the end of epoch E
 	Dataset       string     // "" = the checkpoint's metadata "dataset" (eval refuses when it has none)
 	DataDir       string     // "" = $DATA, else ./data
 	Device        string     // "auto" (default when ""), "cpu" or "cuda"
 	BatchSize     int        // 0 = 128, the reference's eval batch
 	Spec          *spec.Spec // optional: synthetic sizes and seed, in_channels, width
 }
+
+// Ref is the checkpoint eval reads: E, or E@S.
+func (o EvalOptions) Ref() ckpt.Ref { return ckpt.Ref{Epoch: o.Epoch, Step: o.Step} }
 
 // StartFrom is the checkpoint every run of s starts from: --resume's, else
 // the end of the spec's resume epoch (zero: a fresh start).

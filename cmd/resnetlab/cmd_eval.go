@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"resnetlab/ckpt"
 	"resnetlab/data"
@@ -16,11 +13,11 @@ import (
 func (c *cli) cmdEval(ctx context.Context, args []string) int {
 	fs := newFlags("eval")
 	var opts runner.EvalOptions
-	var specPath string
+	var specPath, epoch string
 	fs.StringVar(&opts.CheckpointDir, "c", "", "")
 	fs.StringVar(&opts.CheckpointDir, "checkpoint", "", "")
-	fs.IntVar(&opts.Epoch, "e", 0, "")
-	fs.IntVar(&opts.Epoch, "epoch", 0, "")
+	fs.StringVar(&epoch, "e", "", "")
+	fs.StringVar(&epoch, "epoch", "", "")
 	fs.StringVar(&opts.Dataset, "dataset", "", "")
 	fs.StringVar(&opts.DataDir, "data", "", "")
 	fs.StringVar(&opts.Device, "device", "auto", "")
@@ -30,7 +27,7 @@ func (c *cli) cmdEval(ctx context.Context, args []string) int {
 	if done {
 		return code
 	}
-	if msg := checkEvalArgs(&opts, pos); msg != "" {
+	if msg := checkEvalArgs(&opts, pos, epoch, flagGiven(fs, "e") || flagGiven(fs, "epoch")); msg != "" {
 		return c.usageError("eval", msg)
 	}
 	if err := c.completeEval(&opts, specPath); err != nil {
@@ -48,19 +45,28 @@ func (c *cli) cmdEval(ctx context.Context, args []string) int {
 	for i, a := range perClass {
 		fmt.Fprintf(c.stdout, "  %-12s %6.2f %%\n", names[i], 100*a)
 	}
-	model, _, _ := ckpt.Paths(opts.CheckpointDir, opts.Epoch)
-	fmt.Fprintf(c.stdout, "scored %s (epoch %d) on %s\n", model, opts.Epoch, opts.Dataset)
+	model, _, _ := opts.Ref().Paths(opts.CheckpointDir)
+	fmt.Fprintf(c.stdout, "scored %s (%s) on %s\n", model, opts.Ref().Describe(), opts.Dataset)
 	return exitOK
 }
 
-func checkEvalArgs(o *runner.EvalOptions, pos []string) string {
+// checkEvalArgs checks eval's arguments and sets o.Epoch and o.Step from
+// -e's value epoch (given: typed on the command line).
+func checkEvalArgs(o *runner.EvalOptions, pos []string, epoch string, given bool) string {
 	switch {
 	case len(pos) > 0:
 		return fmt.Sprintf("unexpected argument %q", pos[0])
 	case o.CheckpointDir == "":
 		return "missing -c DIR (the checkpoint directory)"
-	case o.Epoch < 0:
-		return fmt.Sprintf("-e %d: want an epoch >= 1", o.Epoch)
+	}
+	if given {
+		ref, msg := parseEpochFlag(epoch, o.CheckpointDir)
+		if msg != "" {
+			return msg
+		}
+		o.Epoch, o.Step = ref.Epoch, ref.Step
+	}
+	switch {
 	case o.BatchSize < 1:
 		return fmt.Sprintf("--batch %d: want at least 1", o.BatchSize)
 	case spec.CheckDevice(o.Device) != nil: // as run and bench refuse it
@@ -76,8 +82,19 @@ func checkEvalArgs(o *runner.EvalOptions, pos []string) string {
 	return ""
 }
 
-// completeEval fills in the spec, the epoch (the latest complete checkpoint)
-// and the data set (the one the checkpoint names).
+// parseEpochFlag reads eval's and export's -e: E or E@S, as run --resume
+// takes it. A bad value gives the usage message.
+func parseEpochFlag(s, dir string) (ckpt.Ref, string) {
+	ref, err := ckpt.ParseRef(s)
+	if err != nil {
+		return ref, fmt.Sprintf("-e %q: want an epoch E or E@S (a checkpoint of %s)", s, dir)
+	}
+	return ref, ""
+}
+
+// completeEval fills in the spec, the checkpoint (without -e the latest
+// complete end-of-epoch one) and the data set (the one the checkpoint
+// names).
 func (c *cli) completeEval(o *runner.EvalOptions, specPath string) error {
 	if specPath != "" {
 		sp, err := spec.Load(specPath)
@@ -92,20 +109,11 @@ func (c *cli) completeEval(o *runner.EvalOptions, specPath string) error {
 			o.DataDir = sp.DataDir
 		}
 	}
-	if o.Epoch == 0 {
-		epochs, err := ckpt.List(o.CheckpointDir)
-		if err != nil {
-			return err
-		}
-		if len(epochs) == 0 {
-			return fmt.Errorf("no complete checkpoint (model_E.pth, optimizer_E.pth, lr_scheduler_E.pth) in %s", o.CheckpointDir)
-		}
-		o.Epoch = epochs[len(epochs)-1]
-	}
-	if err := checkEvalEpoch(o.CheckpointDir, o.Epoch); err != nil {
+	ref, model, err := runner.ResolveCheckpoint(o.CheckpointDir, o.Ref())
+	if err != nil {
 		return err
 	}
-	model, _, _ := ckpt.Paths(o.CheckpointDir, o.Epoch)
+	o.Epoch, o.Step = ref.Epoch, ref.Step
 	trained := trainedOn(model)
 	if o.Dataset == "" {
 		o.Dataset = trained
@@ -130,23 +138,6 @@ func trainedOn(model string) string {
 		return canon
 	}
 	return name
-}
-
-// checkEvalEpoch says which epochs dir holds when epoch's model is not
-// there (eval reads only model_E.pth).
-func checkEvalEpoch(dir string, epoch int) error {
-	model, _, _ := ckpt.Paths(dir, epoch)
-	if _, err := os.Stat(model); !errors.Is(err, fs.ErrNotExist) {
-		return nil // present, or a problem the reader will name
-	}
-	have, err := ckpt.List(dir)
-	switch {
-	case err != nil:
-		return fmt.Errorf("-e %d: %w", epoch, err)
-	case len(have) == 0:
-		return fmt.Errorf("-e %d: no %s, and %s holds no complete checkpoint", epoch, model, dir)
-	}
-	return fmt.Errorf("-e %d: no %s (epochs saved in %s: %s)", epoch, model, dir, joinInts(have))
 }
 
 // classNames labels the per-class accuracies.

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"resnetlab/ckpt"
 	"resnetlab/runner"
 )
 
-const exportUsage = `Usage: resnetlab export -c DIR [-e E] [--format safetensors|pth] -o FILE
+const exportUsage = `Usage: resnetlab export -c DIR [-e E|E@S] [--format safetensors|pth] -o FILE
 
 Writes the model of a checkpoint as a PyTorch state dict with torchvision's
 resnet18 keys, shapes and dtypes (float32 tensors, int64 num_batches_tracked),
@@ -23,8 +24,10 @@ directory must exist (nothing else is created).
 
 Flags:
   -c, --checkpoint DIR   checkpoint directory (required)
-  -e, --epoch E          epoch of the checkpoint (optional; default: the
-                         latest complete one in DIR)
+  -e, --epoch E          the checkpoint of epoch E's end (optional; default:
+                         the latest complete one in DIR)
+  -e, --epoch E@S        ... or the mid-epoch one S steps into epoch E (the
+                         c key's or Ctrl-C's), as run --resume takes it
   --format NAME          safetensors or pth (torch.save's zip format)
                          (default: from FILE's extension, .safetensors or
                          .pth/.pt/.bin; a format that contradicts .safetensors,
@@ -38,12 +41,11 @@ Examples:
 
 func (c *cli) cmdExport(ctx context.Context, args []string) int {
 	fs := newFlags("export")
-	var dir, format, out string
-	var epoch int
+	var dir, format, out, epoch string
 	fs.StringVar(&dir, "c", "", "")
 	fs.StringVar(&dir, "checkpoint", "", "")
-	fs.IntVar(&epoch, "e", 0, "")
-	fs.IntVar(&epoch, "epoch", 0, "")
+	fs.StringVar(&epoch, "e", "", "")
+	fs.StringVar(&epoch, "epoch", "", "")
 	fs.StringVar(&format, "format", "", "")
 	fs.StringVar(&out, "o", "", "")
 	fs.StringVar(&out, "output", "", "")
@@ -58,14 +60,19 @@ func (c *cli) cmdExport(ctx context.Context, args []string) int {
 		return c.usageError("export", "missing -c DIR (the checkpoint directory)")
 	case out == "":
 		return c.usageError("export", "missing -o FILE (the file to write)")
-	case epoch < 0:
-		return c.usageError("export", fmt.Sprintf("-e %d: want an epoch >= 1", epoch))
+	}
+	var ref ckpt.Ref // zero: the latest complete one
+	if flagGiven(fs, "e") || flagGiven(fs, "epoch") {
+		var msg string
+		if ref, msg = parseEpochFlag(epoch, dir); msg != "" {
+			return c.usageError("export", msg)
+		}
 	}
 	format, err := runner.ExportFormat(format, out)
 	if err != nil {
 		return c.usageError("export", err.Error())
 	}
-	if err := runner.ExportModel(dir, epoch, format, out); err != nil {
+	if err := runner.ExportCheckpoint(dir, ref, format, out); err != nil {
 		fmt.Fprintf(c.stderr, "resnetlab export: %v\n", err)
 		return exitFailed
 	}

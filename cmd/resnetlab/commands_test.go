@@ -74,7 +74,7 @@ func TestEvalErrors(t *testing.T) {
 	}{
 		{[]string{"eval"}, exitUsage, "missing -c DIR"},
 		{[]string{"eval", "-c", empty, "extra"}, exitUsage, `unexpected argument "extra"`},
-		{[]string{"eval", "-c", empty, "-e", "-1"}, exitUsage, "-e -1: want an epoch >= 1"},
+		{[]string{"eval", "-c", empty, "-e", "-1"}, exitUsage, `-e "-1": want an epoch E or E@S (a checkpoint of ` + empty + ")"},
 		{[]string{"eval", "-c", empty, "--dataset", "mnist"}, exitUsage, `--dataset "mnist"`},
 		{[]string{"eval", "-c", empty, "--device", "gpu"}, exitUsage, `--device "gpu": want "auto", "cpu" or "cuda"`},
 		{[]string{"eval", "-c", empty, "--batch", "0"}, exitUsage, "--batch 0"},

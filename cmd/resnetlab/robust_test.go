@@ -336,7 +336,7 @@ func TestInterruptCheckpointsAndExits130(t *testing.T) {
 	}
 }
 
-// eval of an epoch that is not there lists the epochs that are.
+// eval of an epoch that is not there lists the checkpoints that are.
 func TestEvalAbsentEpoch(t *testing.T) {
 	dir := t.TempDir()
 	saveCheckpoint(t, dir, 5, nil)
@@ -347,7 +347,7 @@ func TestEvalAbsentEpoch(t *testing.T) {
 		frag string
 	}{
 		{[]string{"eval", "-c", dir, "-e", "7"},
-			fmt.Sprintf("resnetlab eval: -e 7: no %s (epochs saved in %s: 5, 10)", filepath.Join(dir, "model_7.pth"), dir)},
+			fmt.Sprintf("resnetlab eval: -e 7: no %s (checkpoints saved in %s: 5, 10)", filepath.Join(dir, "model_7.pth"), dir)},
 		{[]string{"eval", "-c", missing, "-e", "7"}, "resnetlab eval: -e 7: checkpoint directory " + missing + ": open " + missing + ": no such file"},
 	}
 	for _, tc := range cases {

@@ -104,15 +104,18 @@ Examples:
   resnetlab launch --nproc-per-node 1 --nnodes 2 --node-rank 1 --master-addr node0 spec.toml   # on node1
 `
 
-const evalUsage = `Usage: resnetlab eval -c DIR [-e E] [--dataset NAME] [--data DIR] [--device NAME] [--batch N] [--spec SPEC]
+const evalUsage = `Usage: resnetlab eval -c DIR [-e E|E@S] [--dataset NAME] [--data DIR] [--device NAME] [--batch N] [--spec SPEC]
 
-Loads model_E.pth from the checkpoint directory DIR and prints its accuracy
-on the test set, overall and per class:
+Loads model_E.pth (model_E-stepS.pth for -e E@S) from the checkpoint
+directory DIR and prints its accuracy on the test set, overall and per class:
   Accuracy of the model on the test images: 85.12 %
 
 Flags:
   -c, --checkpoint DIR   checkpoint directory (required)
-  -e, --epoch E          epoch of the checkpoint (default: the latest complete one)
+  -e, --epoch E          the checkpoint of epoch E's end (default: the latest
+                         complete one)
+  -e, --epoch E@S        ... or the mid-epoch one S steps into epoch E (the
+                         c key's or Ctrl-C's), as run --resume takes it
   --dataset NAME         cifar10, fashion-mnist or synthetic
                          (default: the one the checkpoint was trained on;
                          another one is scored, with a note saying so)
