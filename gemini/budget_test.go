@@ -137,6 +137,23 @@ func TestInfeasibleBudgetIsAnError(t *testing.T) {
 	}
 }
 
+// The budget error writes its byte counts as resnetlab writes sizes
+// elsewhere (spec.FormatSize, then the exact count), on one line.
+func TestBudgetErrorSizes(t *testing.T) {
+	e := &BudgetError{Budget: 23822754, Peak: 34508996, Step: 1, Warmup: true, Note: "after pre-bwd conv1 the device reached 32.91 MiB"}
+	want := "gemini: device budget 22.72 MiB (23822754 B) exceeded: peak 32.91 MiB (34508996 B) in step 1 " +
+		"(after pre-bwd conv1 the device reached 32.91 MiB); activations and one operator's chunks must fit: " +
+		"the warm-up needs a device budget of at least 32.91 MiB (34508996 B)"
+	if got := e.Error(); got != want {
+		t.Errorf("warm-up step:\n got %q\nwant %q", got, want)
+	}
+	e = &BudgetError{Budget: 1000, Peak: 5 << 20, Step: 9, Note: "n"}
+	want = "gemini: device budget 1000 B exceeded: peak 5.00 MiB (5242880 B) in step 9 (n); activations and one operator's chunks must fit"
+	if got := e.Error(); got != want {
+		t.Errorf("later step:\n got %q\nwant %q", got, want)
+	}
+}
+
 // A longer warm-up traces more steps (conservatively) and still computes
 // the same numbers; the host accounting sees the offloaded chunks.
 func TestLongerWarmup(t *testing.T) {

@@ -146,8 +146,8 @@ func (g *Gemini) noteOver(k int, need int64) {
 	if k >= 0 && k < len(g.tr.ops) {
 		op = g.tr.ops[k]
 	}
-	g.overNote = fmt.Sprintf("at %s the device needs %d B (%d B of chunks, %d B non-model) with only the operator's chunks resident",
-		op, need, g.managedDev, g.nonModelNow())
+	g.overNote = fmt.Sprintf("at %s the device needs %s (%s of chunks, %s non-model) with only the operator's chunks resident",
+		op, formatSize(need), formatSize(g.managedDev), formatSize(g.nonModelNow()))
 }
 
 // evictable reports whether c has anything on the device to move out.

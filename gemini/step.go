@@ -6,6 +6,7 @@ import (
 
 	"resnetlab/engine"
 	"resnetlab/kernels"
+	sizes "resnetlab/spec" // "spec" is a name of this package's tests
 )
 
 // Step runs forward, backward (the hooks fetch, release and reduce chunks
@@ -258,10 +259,23 @@ func (e *BudgetError) MinBudget() int64 {
 }
 
 func (e *BudgetError) Error() string {
-	msg := fmt.Sprintf("gemini: device budget %d B exceeded: peak %d B in step %d (%s); activations and one operator's chunks must fit",
-		e.Budget, e.Peak, e.Step, e.Note)
+	msg := fmt.Sprintf("gemini: device budget %s exceeded: peak %s in step %d (%s); activations and one operator's chunks must fit",
+		sizeOf(e.Budget), sizeOf(e.Peak), e.Step, e.Note)
 	if m := e.MinBudget(); m > 0 {
-		msg += fmt.Sprintf(" (the warm-up needs a device budget of at least %d B)", m)
+		msg += fmt.Sprintf(": the warm-up needs a device budget of at least %s", sizeOf(m))
 	}
 	return msg
+}
+
+// formatSize is n bytes with a binary unit, as resnetlab writes sizes
+// elsewhere (spec.FormatSize): "22.72 MiB".
+func formatSize(n int64) string { return sizes.FormatSize(n) }
+
+// sizeOf is formatSize with the exact count: "22.72 MiB (23822754 B)".
+func sizeOf(n int64) string {
+	s := formatSize(n)
+	if exact := fmt.Sprintf("%d B", n); s != exact {
+		s += " (" + exact + ")"
+	}
+	return s
 }

@@ -71,8 +71,8 @@ func (g *Gemini) closeSegment(k int) {
 	g.tr.nonModel = max(g.tr.nonModel, ms.TotalPeak-g.tr.endModel[j])
 	g.tr.opPeak[j] = max(g.tr.opPeak[j], ms.TotalPeak-g.tr.endModel[j])
 	if b := g.cfg.DeviceBudget; b > 0 && ms.TotalPeak > b && g.overNote == "" {
-		g.overNote = fmt.Sprintf("after %s the device reached %d B, %d B of it non-model, with only that operator's chunks resident",
-			g.tr.ops[j], ms.TotalPeak, ms.TotalPeak-g.tr.endModel[j])
+		g.overNote = fmt.Sprintf("after %s the device reached %s, %s of it non-model, with only that operator's chunks resident",
+			g.tr.ops[j], formatSize(ms.TotalPeak), formatSize(ms.TotalPeak-g.tr.endModel[j]))
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -91,6 +92,12 @@ func TestBenchGeminiBudgets(t *testing.T) {
 	if code := newCLI(&out, &errb).main(context.Background(), append(args, "1KiB")); code != exitFailed ||
 		!strings.Contains(errb.String(), "budget 1.00 KiB") || !strings.Contains(errb.String(), "non-model") {
 		t.Errorf("budget below the activations: exit %d, %q", code, errb.String())
+	}
+	// Its byte counts as sizes with a unit (the exact count only in
+	// parentheses after one), on one line.
+	if msg := errb.String(); !strings.Contains(msg, "gemini: device budget 1.00 KiB (1024 B) exceeded: peak ") ||
+		regexp.MustCompile(`[^(0-9][0-9]{4,} B`).MatchString(msg) || strings.Count(msg, "\n") != 1 {
+		t.Errorf("budget below the activations: %q, want one line with the byte counts as sizes", msg)
 	}
 	for _, bad := range [][]string{append(args, "1/0"), append(args, "lots"), {"bench", "--budget", "1/2"}} {
 		errb.Reset()
