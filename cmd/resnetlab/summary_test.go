@@ -177,13 +177,7 @@ func TestHeadlessTableFits80Columns(t *testing.T) {
 // A run of part of the grid (--run) redraws the figure with the whole grid:
 // its own result and the other runs' result files of the same recipe.
 func TestFigureKeepsTheWholeGrid(t *testing.T) {
-	sp, dir := quitSpec(t)
-	cl, _, errb := testCLI()
-	cl.runSpec = runner.RunSpec
-	if code := runCLI(cl, "run", "--headless", sp); code != exitOK {
-		t.Fatalf("exit %d, stderr %s", code, errb)
-	}
-	pngPath, svgPath := report.PlotPaths(filepath.Join(dir, "results"), "q")
+	sp, pngPath, svgPath := trainedGrid(t)
 	again, out, errb := testCLI()
 	again.runSpec = runner.RunSpec
 	if code := runCLI(again, "run", "--headless", "--run", "torch_ddp-fp32-1", sp); code != exitOK {
@@ -209,13 +203,7 @@ func TestFigureKeepsTheWholeGrid(t *testing.T) {
 // directory in use by another run) leaves the comparison figure as it was
 // and says nothing of one: its cell keeps its earlier curve.
 func TestFailedRunLeavesTheFigure(t *testing.T) {
-	sp, dir := quitSpec(t)
-	cl, _, errb := testCLI()
-	cl.runSpec = runner.RunSpec
-	if code := runCLI(cl, "run", "--headless", sp); code != exitOK {
-		t.Fatalf("exit %d, stderr %s", code, errb)
-	}
-	pngPath, svgPath := report.PlotPaths(filepath.Join(dir, "results"), "q")
+	sp, pngPath, svgPath := trainedGrid(t)
 	before := [2][]byte{}
 	for i, p := range []string{pngPath, svgPath} {
 		var err error
@@ -223,7 +211,7 @@ func TestFailedRunLeavesTheFigure(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lock, err := ckpt.LockDir(filepath.Join(dir, "ck", "torch_ddp"), "another")
+	lock, err := ckpt.LockDir(filepath.Join(filepath.Dir(filepath.Dir(pngPath)), "ck", "torch_ddp"), "another")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,4 +229,18 @@ func TestFailedRunLeavesTheFigure(t *testing.T) {
 			t.Errorf("%s was redrawn by a run that failed before training", p)
 		}
 	}
+}
+
+// trainedGrid trains quitSpec's whole grid headless and returns the spec
+// and the comparison figure's paths.
+func trainedGrid(t *testing.T) (sp, png, svg string) {
+	t.Helper()
+	sp, dir := quitSpec(t)
+	cl, _, errb := testCLI()
+	cl.runSpec = runner.RunSpec
+	if code := runCLI(cl, "run", "--headless", sp); code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errb)
+	}
+	png, svg = report.PlotPaths(filepath.Join(dir, "results"), "q")
+	return sp, png, svg
 }
