@@ -17,7 +17,7 @@ func TestHelpOfHelp(t *testing.T) {
 		t.Errorf("help usage: %q", helpUsage)
 	}
 	c, _, errb := testCLI()
-	if code := runCLI(c, "help", "train"); code != exitUsage || !strings.Contains(errb.String(), "export, import or help)") {
+	if code := runCLI(c, "help", "train"); code != exitUsage || !strings.Contains(errb.String(), "export, import, help or version)") {
 		t.Errorf("help of an unknown command lists help among the commands: %d %q", code, errb)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -80,10 +82,13 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		return exitOK
 	case "help":
 		return c.help(rest)
+	case "version", "--version", "-version":
+		fmt.Fprintln(c.stdout, versionLine(debug.ReadBuildInfo()))
+		return exitOK
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(c.stderr, "resnetlab: unknown command %q (want run, launch, eval, data, compare, report, bench, export, import or help)\n"+
+		fmt.Fprintf(c.stderr, "resnetlab: unknown command %q (want run, launch, eval, data, compare, report, bench, export, import, help or version)\n"+
 			"Run 'resnetlab help' for usage.\n", name)
 		return exitUsage
 	}
@@ -102,11 +107,37 @@ func (c *cli) help(args []string) int {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(c.stderr, "resnetlab help: unknown command %q (want run, launch, eval, data, compare, report, bench, export, import or help)\n", args[0])
+		fmt.Fprintf(c.stderr, "resnetlab help: unknown command %q (want run, launch, eval, data, compare, report, bench, export, import, help or version)\n", args[0])
 		return exitUsage
 	}
 	fmt.Fprint(c.stdout, cmd.usage)
 	return exitOK
+}
+
+// versionLine says which build this is: the module version and, where the
+// build recorded them, the commit, its time and whether the tree had
+// uncommitted changes (go build in a git checkout records them; go run
+// does too), and the Go version.
+func versionLine(bi *debug.BuildInfo, ok bool) string {
+	if !ok {
+		return "resnetlab (no build information)"
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	v := bi.Main.Version
+	line := "resnetlab " + v
+	if rev := settings["vcs.revision"]; rev != "" && !strings.Contains(v, rev[:min(12, len(rev))]) { // a pseudo-version names it already
+		line += " commit " + rev[:min(12, len(rev))]
+		if t := settings["vcs.time"]; t != "" {
+			line += " (" + t + ")"
+		}
+	}
+	if settings["vcs.modified"] == "true" && !strings.HasSuffix(v, "+dirty") {
+		line += " with uncommitted changes"
+	}
+	return line + ", " + bi.GoVersion
 }
 
 // command is one subcommand.

@@ -18,6 +18,7 @@ Commands:
   import    turn a torchvision resnet18 state dict into a checkpoint
   report    write a Markdown table and an accuracy plot of finished runs
   help      show the help of a command
+  version   say which build this is (also --version)
 
 Examples:
   resnetlab run experiments/zero.toml
