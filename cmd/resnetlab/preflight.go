@@ -37,7 +37,7 @@ func checkPaths(s *spec.Spec, cells []spec.Cell, opts runner.RunOptions) error {
 	if err := checkWritable(s.ResultsDir); err != nil {
 		where := s.Where("results_dir") + ": key `results_dir`"
 		if opts.ResultsDir != "" {
-			where = "--results"
+			where = progName() + ": --results" // a flag, not a spec line: named as the other flag errors are
 		}
 		errs = append(errs, fmt.Errorf("%s: cannot write results in %q: %v (want a directory this user can create and write)",
 			where, s.ResultsDir, err))
@@ -48,8 +48,8 @@ func checkPaths(s *spec.Spec, cells []spec.Cell, opts runner.RunOptions) error {
 // checkResume says why cell c cannot resume from checkpoint from, or nil.
 func checkResume(s *spec.Spec, c spec.Cell, from ckpt.Ref, fromFlag bool) error {
 	where := s.Where("resume") + ": key `resume`"
-	if fromFlag {
-		where = fmt.Sprintf("--resume %s", from)
+	if fromFlag { // a flag, not a spec line: named as the other flag errors are
+		where = fmt.Sprintf("%s: --resume %s", progName(), from)
 	}
 	have, err := ckpt.ListRefs(c.CheckpointDir)
 	switch {

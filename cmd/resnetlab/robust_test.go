@@ -77,11 +77,11 @@ func TestRunRefusesPathsItCannotUse(t *testing.T) {
 		{"results key", []string{"run", writeSpec(t, replaceDir(base, filepath.Join(dir, "res"), bad))},
 			fmt.Sprintf("exp.toml:9: key `results_dir`: cannot write results in %q: %s is not a directory", bad, file)},
 		{"results flag", []string{"run", "--results", bad, writeSpec(t, base)},
-			fmt.Sprintf("--results: cannot write results in %q: %s is not a directory", bad, file)},
+			fmt.Sprintf("resnetlab run: --results: cannot write results in %q: %s is not a directory", bad, file)},
 		{"resume key", []string{"run", writeSpec(t, strings.Replace(longer, "interval = 1", "interval = 1\nresume = 3", 1))},
 			fmt.Sprintf("exp.toml:11: key `resume`: run torch_ddp-fp32-1: no checkpoint of epoch 3 in %q (checkpoints there: 1, 2)", ck)},
 		{"resume flag, no dir", []string{"run", "--resume", "1", writeSpec(t, tinyRun(t.TempDir(), ""))},
-			"--resume 1: run torch_ddp-fp32-1 has no checkpoint directory"},
+			"resnetlab run: --resume 1: run torch_ddp-fp32-1 has no checkpoint directory"},
 	}
 	for _, tc := range cases {
 		c, _, errb := realCLI()
