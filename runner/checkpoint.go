@@ -111,7 +111,11 @@ func (j *job) resume(ref ckpt.Ref) error {
 		j.result.EpochResults = h
 	}
 	j.accuracyFromHistory()
-	j.logf(LevelInfo, "resumed from %s %s (continuing at epoch %d step %d)", j.cell.CheckpointDir, ref.Describe(), j.epoch+1, j.step+1)
+	next := fmt.Sprintf("continuing at epoch %d step %d", j.epoch+1, j.step+1)
+	if j.epoch >= j.spec.Epochs { // the checkpoint ends the run: there is no such epoch
+		next = fmt.Sprintf("it holds all %d epochs", j.spec.Epochs)
+	}
+	j.logf(LevelInfo, "resumed from %s %s (%s)", j.cell.CheckpointDir, ref.Describe(), next)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"resnetlab/ckpt"
 	"resnetlab/report"
@@ -159,5 +160,18 @@ func TestResumeOfTheLastEpochKeepsTheResult(t *testing.T) {
 	said := slices.ContainsFunc(only[Log](evs), func(l Log) bool { return strings.Contains(l.Text, "left as it was") })
 	if !bytes.Equal(before, after) || !said {
 		t.Errorf("resume of epoch %d: result file unchanged %v, the log says so %v", s.Epochs, bytes.Equal(before, after), said)
+	}
+	// The resume line names no epoch past the last one.
+	resumed := 0
+	for _, l := range only[Log](evs) {
+		if strings.HasPrefix(l.Text, "resumed from") {
+			resumed++
+			if !strings.Contains(l.Text, fmt.Sprintf("(it holds all %d epochs)", s.Epochs)) {
+				t.Errorf("resume line %q, want it to say the checkpoint holds all %d epochs", l.Text, s.Epochs)
+			}
+		}
+	}
+	if resumed != 1 {
+		t.Errorf("%d resume lines, want 1", resumed)
 	}
 }
