@@ -99,6 +99,10 @@ func runCell(ctx context.Context, j *job) error {
 	if j.recordable(err) && j.records() {
 		if path := report.ResultPath(s.ResultsDir, j.result); j.keepsResult(path) {
 			j.logf(LevelInfo, "nothing left to train from %s: %s left as it was", j.startFrom.Describe(), path)
+		} else if done := j.completeResultKept(path); done != nil {
+			j.logf(LevelWarn, "%s left as it was: it records a complete training (%s, final %.2f%%), and this fresh run ended %s "+
+				"after %d of %d epochs (its checkpoints are in %s)", path, done.Status, 100*done.FinalTestAcc, j.result.Status,
+				len(j.result.EpochResults), s.Epochs, c.CheckpointDir)
 		} else if werr := report.WriteResult(s.ResultsDir, j.result); werr != nil {
 			ferr = errors.Join(ferr, werr)
 			j.unrecorded(werr)
@@ -135,6 +139,24 @@ func (j *job) keepsResult(path string) bool {
 	}
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// completeResultKept is the result file at path when this run must not
+// replace it: a fresh run (not resumed, not re-opened) that trained part of
+// the epochs never overwrites the record of one that trained them all and
+// ended done; a resume continues the same training, so it may. Nil: write.
+func (j *job) completeResultKept(path string) *report.Result {
+	if !j.startFrom.IsZero() || j.reopened || len(j.result.EpochResults) >= j.spec.Epochs {
+		return nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	rs, err := report.ReadResults([]string{path})
+	if err != nil || len(rs) != 1 || rs[0].Status != report.StatusDone {
+		return nil
+	}
+	return rs[0]
 }
 
 // run sets the job up and trains it.

@@ -175,3 +175,40 @@ func TestResumeOfTheLastEpochKeepsTheResult(t *testing.T) {
 		t.Errorf("%d resume lines, want 1", resumed)
 	}
 }
+
+// A fresh run of a spec whose run already finished (done) that ends after
+// part of its epochs (stopped here; interrupted or failed alike) leaves
+// the done run's result file as it was and says so: a partial training
+// never replaces the record of a complete one.
+func TestPartialRunKeepsACompleteResult(t *testing.T) {
+	s := tinySpec(t, "")
+	evs, err := collect(t, s, RunOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := report.ResultPath(s.ResultsDir, finished(t, evs)[0])
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := false
+	evs, _ = driveGrid(t, context.Background(), s, RunOptions{}, func(e Event, cmds chan<- Command) {
+		if _, ok := e.(StepDone); ok && !sent {
+			sent = true
+			cmds <- Stop{}
+		}
+	})
+	if rs := finished(t, evs); len(rs) != 1 || rs[0].Status == report.StatusDone {
+		t.Fatalf("the second run: %+v, want one run that did not finish", rs)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := slices.ContainsFunc(only[Log](evs), func(l Log) bool {
+		return strings.Contains(l.Text, path+" left as it was: it records a complete training (done")
+	})
+	if !bytes.Equal(before, after) || !said {
+		t.Errorf("result file unchanged %v, the log says so %v", bytes.Equal(before, after), said)
+	}
+}
