@@ -47,7 +47,8 @@ type Result struct {
 	Dataset         string        `json:"dataset"`
 	Backend         string        `json:"backend"`
 	Devices         []string      `json:"devices"`
-	Comm            string        `json:"comm,omitempty"` // host, host-staged, device or nccl
+	Comm            string        `json:"comm,omitempty"`           // host, host-staged, device or nccl
+	CheckpointDir   string        `json:"checkpoint_dir,omitempty"` // where the run kept its checkpoints (the training it records)
 	Width           int           `json:"width"`
 	BatchSize       int           `json:"batch_size"`
 	Epochs          int           `json:"epochs"`

@@ -92,7 +92,7 @@ func (j *job) logf(level Level, format string, args ...any) {
 func runCell(ctx context.Context, j *job) error {
 	s, c := j.spec, j.cell
 	j.result = &report.Result{Run: c.ID, Spec: s.Name, Plugin: c.Plugin, Precision: c.Precision,
-		WorldSize: c.WorldSize, Dataset: s.Dataset, Width: s.Width, BatchSize: s.BatchSize, Epochs: s.Epochs,
+		WorldSize: c.WorldSize, Dataset: s.Dataset, CheckpointDir: c.CheckpointDir, Width: s.Width, BatchSize: s.BatchSize, Epochs: s.Epochs,
 		PeakDeviceBytes: make([]int64, c.WorldSize), PeakHostBytes: make([]int64, c.WorldSize)}
 	err := safely(func() error { return j.run(ctx) })
 	ferr := j.finish(err)
@@ -142,11 +142,12 @@ func (j *job) keepsResult(path string) bool {
 }
 
 // completeResultKept is the result file at path when this run must not
-// replace it: a fresh run (not resumed, not re-opened) that trained part of
-// the epochs never overwrites the record of one that trained them all and
-// ended done; a resume continues the same training, so it may. Nil: write.
+// replace it: a run that trained part of the epochs never overwrites the
+// record of another training (another checkpoint directory; for a file
+// that names none, this run being fresh) that trained them all and ended
+// done. A resume or re-opening of the same training may. Nil: write.
 func (j *job) completeResultKept(path string) *report.Result {
-	if !j.startFrom.IsZero() || j.reopened || len(j.result.EpochResults) >= j.spec.Epochs {
+	if len(j.result.EpochResults) >= j.spec.Epochs {
 		return nil
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -154,6 +155,13 @@ func (j *job) completeResultKept(path string) *report.Result {
 	}
 	rs, err := report.ReadResults([]string{path})
 	if err != nil || len(rs) != 1 || rs[0].Status != report.StatusDone {
+		return nil
+	}
+	other := rs[0].CheckpointDir != j.cell.CheckpointDir
+	if rs[0].CheckpointDir == "" {
+		other = j.startFrom.IsZero() && !j.reopened
+	}
+	if !other {
 		return nil
 	}
 	return rs[0]

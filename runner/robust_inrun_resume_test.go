@@ -176,10 +176,11 @@ func TestResumeOfTheLastEpochKeepsTheResult(t *testing.T) {
 	}
 }
 
-// A fresh run of a spec whose run already finished (done) that ends after
-// part of its epochs (stopped here; interrupted or failed alike) leaves
-// the done run's result file as it was and says so: a partial training
-// never replaces the record of a complete one.
+// A run of another training than the one a done result file records (a
+// fresh run, or a resume of that fresh run) that ends after part of its
+// epochs (stopped here; interrupted or failed alike) leaves the done run's
+// result file as it was and says so: a partial training never replaces the
+// record of a complete one.
 func TestPartialRunKeepsACompleteResult(t *testing.T) {
 	s := tinySpec(t, "")
 	evs, err := collect(t, s, RunOptions{}, nil)
@@ -191,24 +192,38 @@ func TestPartialRunKeepsACompleteResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent := false
-	evs, _ = driveGrid(t, context.Background(), s, RunOptions{}, func(e Event, cmds chan<- Command) {
-		if _, ok := e.(StepDone); ok && !sent {
-			sent = true
-			cmds <- Stop{}
+	// A fresh run (its own checkpoint directory) stopped once its first
+	// checkpoint is saved, then a resume of that run stopped at its first
+	// step: neither trained every epoch, neither replaces the file.
+	stopAt := func(first func(Event) bool) func(Event, chan<- Command) {
+		sent := false
+		return func(e Event, cmds chan<- Command) {
+			if first(e) && !sent {
+				sent = true
+				cmds <- Stop{}
+			}
 		}
-	})
-	if rs := finished(t, evs); len(rs) != 1 || rs[0].Status == report.StatusDone {
-		t.Fatalf("the second run: %+v, want one run that did not finish", rs)
 	}
-	after, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	said := slices.ContainsFunc(only[Log](evs), func(l Log) bool {
-		return strings.Contains(l.Text, path+" left as it was: it records a complete training (done")
-	})
-	if !bytes.Equal(before, after) || !said {
-		t.Errorf("result file unchanged %v, the log says so %v", bytes.Equal(before, after), said)
+	for i, run := range []struct {
+		opts RunOptions
+		stop func(Event) bool
+	}{
+		{RunOptions{}, func(e Event) bool { c, ok := e.(CheckpointSaved); return ok && c.Epoch == 1 }},
+		{RunOptions{Resume: ckpt.Ref{Epoch: 1}}, func(e Event) bool { _, ok := e.(StepDone); return ok }},
+	} {
+		evs, _ = driveGrid(t, context.Background(), s, run.opts, stopAt(run.stop))
+		if rs := finished(t, evs); len(rs) != 1 || rs[0].Status == report.StatusDone {
+			t.Fatalf("run %d: %+v, want one run that did not finish", i+2, rs)
+		}
+		after, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		said := slices.ContainsFunc(only[Log](evs), func(l Log) bool {
+			return strings.Contains(l.Text, path+" left as it was: it records a complete training (done")
+		})
+		if !bytes.Equal(before, after) || !said {
+			t.Errorf("run %d: result file unchanged %v, the log says so %v", i+2, bytes.Equal(before, after), said)
+		}
 	}
 }
