@@ -241,6 +241,11 @@ type RunFinished struct {
 	Run    string
 	Result *report.Result
 	Err    error
+	// Kept, when not "", says why Result was not written: its result file
+	// was left as it was (a resume with nothing left to train; a partial
+	// run beside another training's done result). The file, not Result,
+	// is then the run's record, for a comparison figure too.
+	Kept string
 }
 
 func (e RunQueued) RunID() string       { return e.Info.ID }

@@ -96,19 +96,22 @@ func runCell(ctx context.Context, j *job) error {
 		PeakDeviceBytes: make([]int64, c.WorldSize), PeakHostBytes: make([]int64, c.WorldSize)}
 	err := safely(func() error { return j.run(ctx) })
 	ferr := j.finish(err)
+	kept := ""
 	if j.recordable(err) && j.records() {
 		if path := report.ResultPath(s.ResultsDir, j.result); j.keepsResult(path) {
-			j.logf(LevelInfo, "nothing left to train from %s: %s left as it was", j.startFrom.Describe(), path)
+			kept = fmt.Sprintf("nothing left to train from %s: %s left as it was", j.startFrom.Describe(), path)
+			j.logf(LevelInfo, "%s", kept)
 		} else if done := j.completeResultKept(path); done != nil {
-			j.logf(LevelWarn, "%s left as it was: it records a complete training (%s, final %.2f%%), and this fresh run ended %s "+
+			kept = fmt.Sprintf("%s left as it was: it records a complete training (%s, final %.2f%%), and this run ended %s "+
 				"after %d of %d epochs (its checkpoints are in %s)", path, done.Status, 100*done.FinalTestAcc, j.result.Status,
 				len(j.result.EpochResults), s.Epochs, c.CheckpointDir)
+			j.logf(LevelWarn, "%s", kept)
 		} else if werr := report.WriteResult(s.ResultsDir, j.result); werr != nil {
 			ferr = errors.Join(ferr, werr)
 			j.unrecorded(werr)
 		}
 	}
-	j.emit(RunFinished{Run: c.ID, Result: j.result, Err: ferr})
+	j.emit(RunFinished{Run: c.ID, Result: j.result, Err: ferr, Kept: kept})
 	return ferr
 }
 

@@ -126,7 +126,7 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 		h.consume(events)
 		h.summary(c.width(c.stdout))
 		failed = h.failed
-		c.writePlots(sp, opts, h.results)
+		c.writePlots(sp, opts, h.results, h.kept)
 	} else {
 		t = newTee(events, prog)
 		uiErr := c.tui(ctx, sp, cells, t.out, cmds)
@@ -140,8 +140,8 @@ func (c *cli) execute(ctx context.Context, sp *spec.Spec, cells []spec.Cell, opt
 	err := <-runErr
 	if !opts.Headless { // once the runs have ended: the same table as headless
 		failed = t.failedRuns()
-		c.summaryAfterUI(t.results)
-		c.writePlots(sp, opts, t.results)
+		c.summaryAfterUI(t.results, t.kept)
+		c.writePlots(sp, opts, t.results, t.kept)
 	}
 	switch {
 	case errors.Is(err, context.Canceled) && (ctx.Err() != nil || opts.World != nil):
@@ -174,7 +174,7 @@ func (c *cli) lastWord(line string) {
 // (fitted to the terminal), then every error of a run in it whole,
 // wrapped to the terminal's width: the UI that showed them has gone, and
 // a table's width would cut the end of a message, often what to do.
-func (c *cli) summaryAfterUI(results []*report.Result) {
+func (c *cli) summaryAfterUI(results []*report.Result, kept map[string]string) {
 	if len(results) == 0 {
 		return
 	}
@@ -189,6 +189,9 @@ func (c *cli) summaryAfterUI(results []*report.Result) {
 	for _, r := range results {
 		if r.Error != "" {
 			fmt.Fprintln(c.stdout, wrapText(r.Run+": "+clipLines(r.Error, maxErrLines), w, "  "))
+		}
+		if why := kept[r.Run]; why != "" { // the UI's log said it; the UI is gone
+			fmt.Fprintln(c.stdout, wrapText(r.Run+": "+why, w, "  "))
 		}
 	}
 }
@@ -228,13 +231,15 @@ func (uiQuitError) Is(target error) bool { return target == context.Canceled }
 // evaluated epoch (one that failed before training: its result file, if
 // any, is left as it was) draws nothing: its cell keeps its earlier result
 // file's curve, and a session where no run drew leaves the figure as it is.
-func (c *cli) writePlots(sp *spec.Spec, opts runner.RunOptions, results []*report.Result) {
+// So does a run whose result file was kept (kept: RunFinished.Kept): the
+// figure shows the record in results/, not this session's partial run.
+func (c *cli) writePlots(sp *spec.Spec, opts runner.RunOptions, results []*report.Result, kept map[string]string) {
 	if opts.World != nil && opts.World.Rank() != 0 {
 		return
 	}
 	var drawn []*report.Result
 	for _, r := range results {
-		if len(r.EpochResults) > 0 {
+		if _, k := kept[r.Run]; len(r.EpochResults) > 0 && !k {
 			drawn = append(drawn, r)
 		}
 	}
@@ -310,9 +315,10 @@ type tee struct {
 	out      chan runner.Event
 	uiGone   chan struct{}
 	done     chan struct{}
-	results  []*report.Result // owned by the tee's goroutine until done closes
-	failed   []string         // the runs that failed, as the UI showed them; owned likewise
-	progress *progress        // how far each run got; owned likewise
+	results  []*report.Result  // owned by the tee's goroutine until done closes
+	kept     map[string]string // runs whose result file was left as it was (RunFinished.Kept): why; owned likewise
+	failed   []string          // the runs that failed, as the UI showed them; owned likewise
+	progress *progress         // how far each run got; owned likewise
 	// queued is the longest the queue got (tests read it after done).
 	queued int
 }
@@ -358,10 +364,17 @@ func (t *tee) forward(in <-chan runner.Event) {
 }
 
 // finished keeps a run's result and whether it failed (a re-opened run
-// that then succeeds is no failure any more).
+// that then succeeds is no failure any more), and whether its result file
+// was left as it was.
 func (t *tee) finished(f runner.RunFinished) {
 	if f.Result != nil {
 		t.keep(f.Result)
+	}
+	if t.kept == nil {
+		t.kept = map[string]string{}
+	}
+	if delete(t.kept, f.Run); f.Kept != "" {
+		t.kept[f.Run] = f.Kept
 	}
 	t.failed = slices.DeleteFunc(t.failed, func(id string) bool { return id == f.Run })
 	var pe *runner.PreflightError

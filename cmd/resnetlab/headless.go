@@ -25,6 +25,7 @@ type headless struct {
 	lastStep map[string]time.Time
 	epochs   map[string]epochTimes // training time of the epochs seen, for the ETA
 	results  []*report.Result
+	kept     map[string]string // runs whose result file was left as it was (RunFinished.Kept): why
 	failed   []string
 	shown    map[string]bool // runs whose error a line has printed: the table does not repeat it
 	progress *progress       // how far each run got, for what to run after an interrupt (nil: not kept)
@@ -33,7 +34,7 @@ type headless struct {
 func newHeadless(w io.Writer, now func() time.Time) *headless {
 	return &headless{w: w, now: now, stepEvery: 10 * time.Second,
 		infos: map[string]runner.RunInfo{}, lastStep: map[string]time.Time{},
-		epochs: map[string]epochTimes{}, shown: map[string]bool{}}
+		epochs: map[string]epochTimes{}, shown: map[string]bool{}, kept: map[string]string{}}
 }
 
 // consume prints events until the channel is closed.
@@ -164,6 +165,9 @@ func (h *headless) log(e runner.Log) {
 func (h *headless) finished(e runner.RunFinished) {
 	if e.Result != nil {
 		h.results = append(h.results, e.Result)
+	}
+	if e.Kept != "" {
+		h.kept[e.Run] = e.Kept
 	}
 	if e.Err != nil {
 		var pe *runner.PreflightError

@@ -244,3 +244,46 @@ func trainedGrid(t *testing.T) (sp, png, svg string) {
 	png, svg = report.PlotPaths(filepath.Join(dir, "results"), "q")
 	return sp, png, svg
 }
+
+// A fresh rerun of a finished grid quit in the UI after its first epoch
+// leaves the done run's result file, and the figure drawn from it, as they
+// were, and says so once the UI has gone.
+func TestPartialRerunKeepsResultAndFigure(t *testing.T) {
+	sp, pngPath, svgPath := trainedGrid(t)
+	result := filepath.Join(filepath.Dir(pngPath), "q-torch_ddp-fp32-1.json")
+	var before [3][]byte
+	for i, p := range []string{result, pngPath, svgPath} {
+		var err error
+		if before[i], err = os.ReadFile(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, out, errb := testCLI()
+	cl.isTTY = func() bool { return true }
+	cl.runSpec = runner.RunSpec
+	cl.tui = func(ctx context.Context, s *spec.Spec, cells []spec.Cell, ev <-chan runner.Event, cmds chan<- runner.Command) error {
+		for e := range ev {
+			if sd, ok := e.(runner.StepDone); ok && sd.Epoch == 2 && sd.Step == 2 {
+				break
+			}
+		}
+		cmds <- runner.Quit{Checkpoint: true}
+		for e := range ev {
+			if _, ok := e.(runner.RunFinished); ok {
+				return nil
+			}
+		}
+		return nil
+	}
+	if code := runCLI(cl, "run", sp); code != exitInterrupted {
+		t.Fatalf("exit %d, want %d; stderr %s", code, exitInterrupted, errb)
+	}
+	for i, p := range []string{result, pngPath, svgPath} {
+		if now, _ := os.ReadFile(p); !bytes.Equal(now, before[i]) {
+			t.Errorf("%s changed after a partial rerun", p)
+		}
+	}
+	if want := "torch_ddp-fp32-1: " + result + " left as it was: it records a complete training (done"; !strings.Contains(out.String(), want) {
+		t.Errorf("stdout lacks %q:\n%s", want, out)
+	}
+}
