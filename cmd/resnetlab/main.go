@@ -82,9 +82,8 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		return exitOK
 	case "help":
 		return c.help(rest)
-	case "version", "--version", "-version":
-		fmt.Fprintln(c.stdout, versionLine(debug.ReadBuildInfo()))
-		return exitOK
+	case "--version", "-version":
+		return c.cmdVersion(ctx, nil)
 	}
 	cmd, ok := commands[name]
 	if !ok {
@@ -114,6 +113,20 @@ func (c *cli) help(args []string) int {
 	return exitOK
 }
 
+// cmdVersion prints which build this is.
+func (c *cli) cmdVersion(_ context.Context, args []string) int {
+	fs := newFlags("version")
+	pos, done, code := c.parseArgs(fs, versionUsage, args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return c.usageError("version", fmt.Sprintf("unexpected argument %q", pos[0]))
+	}
+	fmt.Fprintln(c.stdout, versionLine(debug.ReadBuildInfo()))
+	return exitOK
+}
+
 // versionLine says which build this is: the module version and, where the
 // build recorded them, the commit, its time and whether the tree had
 // uncommitted changes (go build in a git checkout records them; go run
@@ -137,7 +150,11 @@ func versionLine(bi *debug.BuildInfo, ok bool) string {
 	if settings["vcs.modified"] == "true" && !strings.HasSuffix(v, "+dirty") {
 		line += " with uncommitted changes"
 	}
-	return line + ", " + bi.GoVersion
+	line += ", " + bi.GoVersion
+	if v == "(devel)" && settings["vcs.revision"] == "" {
+		line += " (no commit recorded: built outside a git checkout or with -buildvcs=false)"
+	}
+	return line
 }
 
 // command is one subcommand.
@@ -151,6 +168,7 @@ var commands map[string]command
 func init() { // in init: the run functions refer to commands for their usage
 	commands = map[string]command{
 		"run":     {runUsage, (*cli).cmdRun},
+		"version": {versionUsage, (*cli).cmdVersion},
 		"launch":  {launchUsage, (*cli).cmdLaunch},
 		"eval":    {evalUsage, (*cli).cmdEval},
 		"data":    {dataUsage, (*cli).cmdData},

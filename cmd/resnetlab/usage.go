@@ -29,6 +29,17 @@ Examples:
 Run 'resnetlab help <command>' or 'resnetlab <command> --help' for details.
 `
 
+const versionUsage = `Usage: resnetlab version   (or resnetlab --version)
+
+Prints which build this is: the module version, the commit and its time
+where the build recorded them (go build in a git checkout does, unless
+-buildvcs=false), uncommitted changes, and the Go version.
+
+Examples:
+  resnetlab version
+  resnetlab --version
+`
+
 const helpUsage = `Usage: resnetlab help [COMMAND]
 
 Prints the usage of COMMAND, or without one the list of commands. Every
