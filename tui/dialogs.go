@@ -62,6 +62,7 @@ type resumePicker struct {
 	refs     []ckpt.Ref
 	cursor   int
 	finished status // the run's status when it has finished (it is re-opened), else 0
+	last     bool   // a checkpoint of the end of the last epoch was left out (trainable)
 }
 
 // pickerRows is how many checkpoints the picker shows at once.
@@ -88,12 +89,16 @@ func (p *resumePicker) chosen() ckpt.Ref { return p.refs[p.cursor] }
 
 func (p *resumePicker) View(w int, st styles) string {
 	lines := []string{st.bold.Render("Resume " + p.run + " from checkpoint")}
-	if p.finished != 0 {
+	if p.finished != 0 && len(p.refs) > 0 {
 		lines = append(lines, fmt.Sprintf("%s is %s: it trains again from the", p.run, strings.ToLower(p.finished.String())),
 			"chosen checkpoint to the end; its result is replaced")
 	}
 	if len(p.refs) == 0 {
-		lines = append(lines, "", "no checkpoints saved for this run", "", st.key.Render("esc")+" close")
+		none := "no checkpoints saved for this run"
+		if p.last { // saved, but nothing would train from it
+			none = "only the end of its last epoch is saved: nothing left to train from it"
+		}
+		lines = append(lines, "", none, "", st.key.Render("esc")+" close")
 		return box(lines, w, st)
 	}
 	lines = append(lines, "")

@@ -210,6 +210,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if i, ok := m.byID[msg.run]; ok && m.runs[i].status.finished() {
 			m.picker.finished = m.runs[i].status
 			m.picker.refs = trainable(msg.refs, m.runs[i].info.Epochs)
+			m.picker.last = len(m.picker.refs) < len(msg.refs)
 		}
 		m.overlay = pickerOverlay
 	case tea.KeyPressMsg:

@@ -278,3 +278,18 @@ func TestResumeHintWrapsWhole(t *testing.T) {
 		t.Fatalf("notice lines %q, want the whole command %q at their end", got, want)
 	}
 }
+
+// A finished run whose only checkpoint ends its last epoch: the picker
+// says it is saved but nothing would train from it, not that none is.
+func TestPickerOfARunWithOnlyItsLastCheckpoint(t *testing.T) {
+	m := New(Options{Runs: testGrid()[:1], Send: func(string, runner.Command) bool { return true }})
+	id := m.runs[0].info.ID
+	m = step(m, eventMsg{runner.RunStarted{Info: m.runs[0].info}})
+	m = step(m, eventMsg{runner.RunFinished{Run: id, Result: &report.Result{Status: "done"}}})
+	m = step(m, checkpointsMsg{run: id, refs: []ckpt.Ref{{Epoch: m.runs[0].info.Epochs}}})
+	s := ansi.Strip(m.picker.View(80, m.st))
+	if !strings.Contains(s, "only the end of its last epoch is saved: nothing left to train from it") ||
+		strings.Contains(s, "no checkpoints saved") || strings.Contains(s, "trains again") {
+		t.Fatalf("picker:\n%s", s)
+	}
+}
