@@ -130,7 +130,6 @@ func TestReportCommandErrors(t *testing.T) {
 		{[]string{"--peer", filepath.Join(dir, "nopeer.log"), good}, "nopeer.log"},
 		{[]string{"--peer", good, good}, good + ": no scripts/torch_peer_resume.py lines"},
 		{[]string{"--plot", filepath.Join(dir, "p.png"), "--reference", "--peer", peer}, ""}, // peer alone is fine
-		{[]string{"--plot", filepath.Join(dir, "x.txt"), good}, "--plot " + filepath.Join(dir, "x.txt") + `: unknown picture format ".txt"`},
 	} {
 		c, _, errb := testCLI()
 		code := runCLI(c, append([]string{"report", "-o", md}, tc.args...)...)
@@ -147,6 +146,14 @@ func TestReportCommandErrors(t *testing.T) {
 		if _, err := os.Stat(md); err == nil {
 			t.Errorf("%v: report written despite the error", tc.args)
 		}
+	}
+	// An unknown picture format is a bad flag value: a usage error, before
+	// any input is read (here a missing one).
+	pc, _, perr := testCLI()
+	code := runCLI(pc, "report", "-o", md, "--plot", filepath.Join(dir, "x.txt"), filepath.Join(dir, "missing.json"))
+	want := "resnetlab report: --plot " + filepath.Join(dir, "x.txt") + `: unknown picture format ".txt" (want .png or .svg)`
+	if first, _, _ := strings.Cut(perr.String(), "\n"); code != exitUsage || first != want {
+		t.Errorf("--plot x.txt: code %d, stderr %q, want exit 2 and %q", code, perr, want)
 	}
 	c, _, errb := testCLI()
 	if code := runCLI(c, "report", "--reference"); code != exitUsage || !strings.Contains(errb.String(), "at least one") {
