@@ -72,14 +72,14 @@ func (c *cli) cmdReport(ctx context.Context, args []string) int {
 		}
 		*peerData = canon
 	}
-	if *plot != "" {
-		if _, err := report.PlotFormat(*plot); err != nil { // a flag value: refused before any file is read
-			return c.usageError("report", "--plot "+err.Error())
-		}
-	}
 	err := checkOutPath("-o", *out)
 	if err == nil {
 		err = checkOutPath("--plot", *plot)
+	}
+	if err == nil && *plot != "" {
+		if _, ferr := report.PlotFormat(*plot); ferr != nil { // a flag value: refused before any file is read
+			return c.usageError("report", "--plot "+ferr.Error())
+		}
 	}
 	var rows []report.Row
 	if err == nil {
