@@ -139,17 +139,8 @@ func TestInRunResumeOfTheLastEpochTrainsNoMore(t *testing.T) {
 // the result file of the run that trained those epochs as it was (its
 // train time and speed), and says so.
 func TestResumeOfTheLastEpochKeepsTheResult(t *testing.T) {
-	s := tinySpec(t, "")
-	evs, err := collect(t, s, RunOptions{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := report.ResultPath(s.ResultsDir, finished(t, evs)[0])
-	before, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs, err = collect(t, s, RunOptions{Resume: ckpt.Ref{Epoch: s.Epochs}}, nil)
+	s, path, before := doneTinyRun(t)
+	evs, err := collect(t, s, RunOptions{Resume: ckpt.Ref{Epoch: s.Epochs}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,16 +173,8 @@ func TestResumeOfTheLastEpochKeepsTheResult(t *testing.T) {
 // result file as it was and says so: a partial training never replaces the
 // record of a complete one.
 func TestPartialRunKeepsACompleteResult(t *testing.T) {
-	s := tinySpec(t, "")
-	evs, err := collect(t, s, RunOptions{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := report.ResultPath(s.ResultsDir, finished(t, evs)[0])
-	before, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path, before := doneTinyRun(t)
+	var evs []Event
 	// A fresh run (its own checkpoint directory) stopped once its first
 	// checkpoint is saved, then a resume of that run stopped at its first
 	// step: neither trained every epoch, neither replaces the file.
@@ -226,4 +209,21 @@ func TestPartialRunKeepsACompleteResult(t *testing.T) {
 			t.Errorf("run %d: result file unchanged %v, the log says so %v", i+2, bytes.Equal(before, after), said)
 		}
 	}
+}
+
+// doneTinyRun trains tinySpec's run to the end and returns the spec, its
+// result file and the file's bytes.
+func doneTinyRun(t *testing.T) (*spec.Spec, string, []byte) {
+	t.Helper()
+	s := tinySpec(t, "")
+	evs, err := collect(t, s, RunOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := report.ResultPath(s.ResultsDir, finished(t, evs)[0])
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, path, b
 }
