@@ -128,6 +128,14 @@ func readResult(path string) (*Result, error) {
 	if r.Run == "" {
 		return nil, fmt.Errorf("result %s: no \"run\" field (want a results/<spec>-<run>.json written by resnetlab)", path)
 	}
+	switch r.Status {
+	case StatusDone, StatusFailed, StatusStopped, StatusInterrupted:
+	case "":
+		return nil, fmt.Errorf("result %s: no \"status\" field (want a results/<spec>-<run>.json written by resnetlab)", path)
+	default:
+		return nil, fmt.Errorf("result %s: key `status`: %q (want %q, %q, %q or %q)", path, r.Status,
+			StatusDone, StatusFailed, StatusStopped, StatusInterrupted)
+	}
 	return &r, nil
 }
 

@@ -85,18 +85,24 @@ func TestWriteResultNonFinite(t *testing.T) {
 func TestReadResultsErrors(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.json")
-	WriteResult(dir, &Result{Run: "good"})
+	WriteResult(dir, &Result{Run: "good", Status: StatusDone})
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte("{not json"), 0o644)
 	other := filepath.Join(dir, "other.json")
 	os.WriteFile(other, []byte(`{"name": "package.json"}`), 0o644)
+	bare := filepath.Join(dir, "bare.json")
+	os.WriteFile(bare, []byte(`{"run": "x"}`), 0o644)
+	odd := filepath.Join(dir, "odd.json")
+	os.WriteFile(odd, []byte(`{"run": "x", "status": "bogus"}`), 0o644)
 	missing := filepath.Join(dir, "missing.json")
-	rs, err := ReadResults([]string{bad, good, other, missing})
+	rs, err := ReadResults([]string{bad, good, other, bare, odd, missing})
 	if len(rs) != 1 || rs[0].Run != "good" {
 		t.Fatalf("want the one good result, got %v", rs)
 	}
 	msg := err.Error()
-	for _, want := range []string{"result " + bad + ": not a result file", "result " + other + `: no "run" field`, "result " + missing} {
+	for _, want := range []string{"result " + bad + ": not a result file", "result " + other + `: no "run" field`,
+		"result " + bare + `: no "status" field`, "result " + odd + ": key `status`: \"bogus\" (want \"done\", \"failed\", \"stopped\" or \"interrupted\")",
+		"result " + missing} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q lacks %q", msg, want)
 		}
