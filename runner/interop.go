@@ -90,7 +90,8 @@ func extOf(format string) string {
 // ExportModel is ExportCheckpoint of the end of epoch (0: the latest
 // complete one).
 func ExportModel(dir string, epoch int, format, out string) error {
-	return ExportCheckpoint(dir, ckpt.Ref{Epoch: epoch}, format, out)
+	_, err := ExportCheckpoint(dir, ckpt.Ref{Epoch: epoch}, format, out)
+	return err
 }
 
 // ExportCheckpoint writes the model of dir's checkpoint ref (E or E@S; zero:
@@ -98,32 +99,33 @@ func ExportModel(dir string, epoch int, format, out string) error {
 // out, atomically, as safetensors or a torch.save archive (format "" picks
 // it from out's extension) with torchvision's keys. out must not exist and
 // its directory must: an export creates one file and never replaces one, as
-// ImportModel never replaces a checkpoint.
-func ExportCheckpoint(dir string, ref ckpt.Ref, format, out string) error {
+// ImportModel never replaces a checkpoint. It returns the model file it
+// exported.
+func ExportCheckpoint(dir string, ref ckpt.Ref, format, out string) (string, error) {
 	format, err := ExportFormat(format, out)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := checkNewFile(out); err != nil { // before the checkpoint is read
-		return err
+		return "", err
 	}
 	_, path, err := ResolveCheckpoint(dir, ref)
 	if err != nil {
-		return err
+		return "", err
 	}
 	meta, ts, err := ckpt.ReadFile(path, "model")
 	if err != nil {
-		return err
+		return "", err
 	}
 	cfg, _, err := evalModelConfig(path, meta, EvalOptions{})
 	if err != nil {
-		return err
+		return "", err
 	}
 	sd, _, err := checkedStateDict(cfg, ckpt.StateDict(ts))
 	if err != nil {
-		return fmt.Errorf("checkpoint %s: %w", path, err)
+		return "", fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	return writeTorchFile(out, format, torchTensors(sd), exportMetadata(meta))
+	return path, writeTorchFile(out, format, torchTensors(sd), exportMetadata(meta))
 }
 
 // torchTensors converts a state dict to torch's dtypes: float32 for

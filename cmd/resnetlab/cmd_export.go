@@ -72,10 +72,11 @@ func (c *cli) cmdExport(ctx context.Context, args []string) int {
 	if err != nil {
 		return c.usageError("export", err.Error())
 	}
-	if err := runner.ExportCheckpoint(dir, ref, format, out); err != nil {
+	from, err := runner.ExportCheckpoint(dir, ref, format, out)
+	if err != nil {
 		fmt.Fprintf(c.stderr, "resnetlab export: %v\n", err)
 		return exitFailed
 	}
-	fmt.Fprintf(c.stdout, "wrote %s (%s, resnet18 state dict with torchvision's keys)\n", out, format)
+	fmt.Fprintf(c.stdout, "wrote %s (%s, resnet18 state dict with torchvision's keys) from %s\n", out, format, from)
 	return exitOK
 }

@@ -97,12 +97,16 @@ func TestEvalExportMidEpochCheckpoint(t *testing.T) {
 	for _, tc := range []struct {
 		e    []string
 		want []model.NamedTensor
-	}{{[]string{"-e", "2@3"}, mid2}, {[]string{"--epoch", "1"}, end1}, {nil, end1}} {
+		file string // the model file the output line names
+	}{{[]string{"-e", "2@3"}, mid2, "model_2-step3.pth"}, {[]string{"--epoch", "1"}, end1, "model_1.pth"}, {nil, end1, "model_1.pth"}} {
 		out := filepath.Join(t.TempDir(), "m.safetensors")
-		c, _, errb := testCLI()
+		c, stdout, errb := testCLI()
 		args := append([]string{"export", "-c", dir, "-o", out}, tc.e...)
 		if code := runCLI(c, args...); code != exitOK {
 			t.Fatalf("%v: code %d, stderr %q", args, code, errb)
+		}
+		if want := " from " + filepath.Join(dir, tc.file) + "\n"; !strings.HasSuffix(stdout.String(), want) {
+			t.Errorf("%v: stdout %q, want it to end naming the model file exported (%q)", args, stdout, want)
 		}
 		ts, err := torchfmt.ReadFile(out)
 		if err != nil {
