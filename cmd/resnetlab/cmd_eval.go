@@ -66,11 +66,11 @@ func checkEvalArgs(o *runner.EvalOptions, pos []string, epoch string, given bool
 		}
 		o.Epoch, o.Step = ref.Epoch, ref.Step
 	}
-	switch {
-	case o.BatchSize < 1:
+	if o.BatchSize < 1 {
 		return fmt.Sprintf("--batch %d: want at least 1", o.BatchSize)
-	case spec.CheckDevice(o.Device) != nil: // as run and bench refuse it
-		return fmt.Sprintf("--device %q: %v", o.Device, spec.CheckDevice(o.Device))
+	}
+	if err := spec.CheckDevice(o.Device); err != nil { // as run and bench refuse it
+		return fmt.Sprintf("--device %q: %v", o.Device, err)
 	}
 	if o.Dataset != "" {
 		canon, err := data.Canonical(o.Dataset)

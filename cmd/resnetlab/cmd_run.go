@@ -324,7 +324,8 @@ type tee struct {
 }
 
 func newTee(in <-chan runner.Event, p *progress) *tee {
-	t := &tee{out: make(chan runner.Event), uiGone: make(chan struct{}), done: make(chan struct{}), progress: p}
+	t := &tee{out: make(chan runner.Event), uiGone: make(chan struct{}), done: make(chan struct{}), progress: p,
+		kept: map[string]string{}}
 	go t.forward(in)
 	return t
 }
@@ -370,10 +371,8 @@ func (t *tee) finished(f runner.RunFinished) {
 	if f.Result != nil {
 		t.keep(f.Result)
 	}
-	if t.kept == nil {
-		t.kept = map[string]string{}
-	}
-	if delete(t.kept, f.Run); f.Kept != "" {
+	delete(t.kept, f.Run) // a re-opened run's second end decides
+	if f.Kept != "" {
 		t.kept[f.Run] = f.Kept
 	}
 	t.failed = slices.DeleteFunc(t.failed, func(id string) bool { return id == f.Run })
